@@ -23,7 +23,10 @@ REGRESS_OPTS = --inputdir=. --outputdir=. --dbname=headwater_regress
 
 WARN        = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
               -Wno-declaration-after-statement -Wno-sign-compare
-PG_CFLAGS   = -std=gnu11 -fopenmp -O2 $(WARN) -Isrc/core -Isrc/backend -Isrc/pg
+# OpenBLAS's own cblas.h: libblas-dev (reference BLAS) also ships one in the
+# default include path, and backend_cpu.c refuses to build against it.
+OPENBLAS_INC ?= $(firstword $(wildcard /usr/include/*/openblas-pthread /usr/include/*/openblas-openmp /usr/include/openblas))
+PG_CFLAGS   = -std=gnu11 -fopenmp -O2 $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Isrc/backend -Isrc/pg
 SHLIB_LINK  = -fopenmp -lopenblas -lm -ldl -lpthread
 
 # ---- CUDA backend: a separate library, dlopen'ed by the training worker only.
@@ -73,7 +76,7 @@ EXTRA_CLEAN = headwater_cuda$(DLSUFFIX) $(CUDA_OBJS) test/unit/run_unit bench/bi
               test/unit/*.o
 
 # ---- unit tests and benchmarks: src/core + src/backend without the server
-HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) -Isrc/core -Isrc/backend -Itest/unit
+HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Isrc/backend -Itest/unit
 HOST_LIBS   = -fopenmp -lopenblas -lm -lpthread -ldl
 UNIT_SRCS   = $(sort $(wildcard test/unit/*.c))
 

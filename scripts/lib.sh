@@ -6,23 +6,58 @@ HW_PG_BINDIR=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin
 
 hw_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-# Install what a fresh Debian 12 machine lacks, when we can (root or CI).
+# The Debian packages the build, the demo and the tests need.  Presence of a
+# file is no proof: postgresql-client-15 ships pgxs.mk and libblas-dev (the
+# reference BLAS) ships a cblas.h, so decide by the package database.
+HW_REQUIRED_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap libopenblas-dev)
+
+hw_missing_packages() {
+	local p status
+	for p in "${HW_REQUIRED_PACKAGES[@]}"; do
+		status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)
+		[ "$status" = "install ok installed" ] || printf '%s\n' "$p"
+	done
+}
+
+# Install what a fresh Debian 12 machine lacks, when we can (root or CI), then
+# check that every package and the exact files the build uses are really there
+# (fails loudly otherwise: a green run must not hide a missing install step).
 hw_install_deps() {
-	local need=()
-	[ -e /usr/lib/postgresql/15/lib/pgxs/src/makefiles/pgxs.mk ] || need+=(postgresql-server-dev-15)
-	command -v pg_prove >/dev/null 2>&1 && [ -d /usr/share/postgresql/15/extension ] \
-		&& ls /usr/share/postgresql/15/extension/pgtap.control >/dev/null 2>&1 || need+=(postgresql-15-pgtap)
-	[ -e /usr/include/x86_64-linux-gnu/cblas.h ] || [ -e /usr/include/cblas.h ] \
-		|| ls /usr/include/*/cblas*.h >/dev/null 2>&1 || need+=(libopenblas-dev)
-	command -v initdb >/dev/null 2>&1 || [ -x "$HW_PG_BINDIR/initdb" ] || need+=(postgresql-15)
-	[ ${#need[@]} -eq 0 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		hw_log "missing packages: ${need[*]} (not root: install them with sudo apt-get install ${need[*]})"
+	local need
+	need=($(hw_missing_packages))
+	if [ ${#need[@]} -ne 0 ]; then
+		if [ "$(id -u)" -ne 0 ]; then
+			hw_log "missing packages: ${need[*]} (not root: install them with sudo apt-get install ${need[*]})"
+			return 1
+		fi
+		hw_log "installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq || { hw_log "apt-get update failed"; return 1; }
+		apt-get install -y -qq "${need[@]}" >/dev/null || { hw_log "apt-get install ${need[*]} failed"; return 1; }
+	fi
+	need=($(hw_missing_packages))
+	if [ ${#need[@]} -ne 0 ]; then
+		hw_log "FATAL: packages still not installed: ${need[*]}"
 		return 1
 	fi
-	hw_log "installing ${need[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+	local f
+	for f in "$(pg_config --includedir-server)/postgres.h" "$(pg_config --pgxs)" \
+	         /usr/share/postgresql/15/extension/pgtap.control "$(hw_openblas_include)/cblas.h"; do
+		[ -e "$f" ] || { hw_log "FATAL: $f is missing although its package is installed"; return 1; }
+	done
+	command -v pg_prove >/dev/null 2>&1 || { hw_log "FATAL: pg_prove not found (postgresql-15-pgtap)"; return 1; }
+	ls /usr/lib/*/libopenblas.so* /usr/lib/*/openblas*/libopenblas.so* >/dev/null 2>&1 \
+		|| { hw_log "FATAL: libopenblas.so not found (libopenblas-dev)"; return 1; }
+}
+
+# OpenBLAS's own header directory (never the reference BLAS's cblas.h).
+hw_openblas_include() {
+	local d
+	for d in /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/*/openblas-pthread \
+	         /usr/include/*/openblas-openmp /usr/include/openblas; do
+		[ -e "$d/cblas.h" ] && { echo "$d"; return; }
+	done
+	echo /usr/include/openblas-not-found
 }
 
 # Run a command as the cluster owner (postgres refuses to run as root).

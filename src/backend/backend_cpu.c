@@ -20,6 +20,9 @@
 #include "attention.h"
 
 #include <cblas.h>
+#ifndef OPENBLAS_VERSION
+#error "cblas.h is not OpenBLAS's (the reference BLAS is single-threaded and slow): install libopenblas-dev"
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
