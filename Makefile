@@ -26,7 +26,9 @@ WARN        = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializer
 # OpenBLAS's own cblas.h: libblas-dev (reference BLAS) also ships one in the
 # default include path, and backend_cpu.c refuses to build against it.
 OPENBLAS_INC ?= $(firstword $(wildcard /usr/include/*/openblas-pthread /usr/include/*/openblas-openmp /usr/include/openblas))
-PG_CFLAGS   = -std=gnu11 -fopenmp -O2 $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Isrc/backend -Isrc/pg
+# -MMD -MP: header dependencies in src/*/*.d (included below), so a changed
+# struct in a header rebuilds every object that uses it
+PG_CFLAGS   = -MMD -MP -std=gnu11 -fopenmp -O2 $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Isrc/backend -Isrc/pg
 SHLIB_LINK  = -fopenmp -lopenblas -lm -ldl -lpthread
 
 # ---- CUDA backend: a separate library, dlopen'ed by the training worker only.
@@ -51,6 +53,7 @@ override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+-include $(OBJS:.o=.d)
 
 ifeq ($(BUILD_CUDA),1)
 all: headwater_cuda$(DLSUFFIX)
@@ -72,7 +75,7 @@ headwater_cuda$(DLSUFFIX): $(CUDA_OBJS)
 install-cuda: headwater_cuda$(DLSUFFIX)
 	$(INSTALL_SHLIB) headwater_cuda$(DLSUFFIX) '$(DESTDIR)$(pkglibdir)/headwater_cuda$(DLSUFFIX)'
 
-EXTRA_CLEAN = headwater_cuda$(DLSUFFIX) $(CUDA_OBJS) test/unit/run_unit bench/bin \
+EXTRA_CLEAN = $(OBJS:.o=.d) headwater_cuda$(DLSUFFIX) $(CUDA_OBJS) test/unit/run_unit bench/bin \
               test/unit/*.o
 
 # ---- unit tests and benchmarks: src/core + src/backend without the server

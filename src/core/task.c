@@ -2,7 +2,9 @@
  * task.c: seeds, target statistics, splits, shards and the seed byte form of
  * a task (design notes in task.h).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE             /* qsort_r */
+#endif
 #include "task.h"
 
 #include <math.h>

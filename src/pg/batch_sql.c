@@ -49,24 +49,16 @@ static char *
 check_model(int32 model_id, const char *what)
 {
 	HwAsOwner as;
-	bool isnull;
-	Oid owner;
-	char *schema, *name;
+	char *schema;
 
+	hw_model_require(model_id, HW_RIGHT_OWN, what);
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT owner::oid, source_schema, name FROM headwater.model WHERE model_id = $1",
+	if (SPI_execute_with_args("SELECT source_schema FROM headwater.model WHERE model_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
 							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read model %d", model_id);
 	hw_restore_user(&as);
-	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
-	if (!superuser() && !has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of model \"%s\" to %s", name, what),
-				 errhint("Ask the role that created the model, or a superuser.")));
+	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	return schema;
 }
 
@@ -151,7 +143,7 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	check_model(model_id, "sample batches");
+	check_model(model_id, "sample batches of");
 	SPI_finish();
 
 	HwSnapshot *snap = hw_pg_snapshot_load_in_context(model_id, CurrentMemoryContext);
@@ -442,7 +434,7 @@ rt_batch_tensor(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	read_batch_row(batch_id, &br);
-	check_model(br.model_id, "read its batches");
+	check_model(br.model_id, "read the batches of");
 	if (!read_tensor(batch_id, name, &t))
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("batch %lld has no tensor \"%s\"", (long long) batch_id, name),
@@ -538,7 +530,7 @@ rt_batch_sequence(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	read_batch_row(batch_id, &br);
-	schema = MemoryContextStrdup(fncxt, check_model(br.model_id, "read its batches"));
+	schema = MemoryContextStrdup(fncxt, check_model(br.model_id, "read the batches of"));
 	if (b < 0 || b >= br.B)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("batch %lld has sequences 0..%d, not %d", (long long) batch_id, br.B - 1, b)));

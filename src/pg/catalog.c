@@ -42,32 +42,6 @@ hw_pg_model_id(const char *model_name, bool missing_ok)
 	return id;
 }
 
-void
-hw_check_model_access(int32 model_id, const char *model_name)
-{
-	HwAsOwner as;
-	Oid owner = InvalidOid;
-	bool isnull;
-	Oid me = GetUserId();
-
-	if (superuser())
-		return;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT owner::oid FROM headwater.model WHERE model_id = $1",
-							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
-							  NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	hw_restore_user(&as);
-	SPI_finish();
-	if (!OidIsValid(owner) || !has_privs_of_role(me, owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of model \"%s\"", model_name),
-				 errhint("Ask the role that created the model, or a superuser.")));
-}
-
 /* ------------------------------------------------------------ SQL entry points */
 
 static char *
@@ -169,7 +143,7 @@ rt_refresh(PG_FUNCTION_ARGS)
 	char *schema;
 	Datum options;
 
-	hw_check_model_access(id, name);
+	hw_model_require(id, HW_RIGHT_OWN, NULL);
 	model_source(id, &schema, &options);
 	PG_RETURN_TEXT_P(cstring_to_text(hw_catalog_build(name, id, schema, options, InvalidOid)));
 }
@@ -182,7 +156,7 @@ rt_drop_model(PG_FUNCTION_ARGS)
 	int32 id = hw_pg_model_id(name, false);
 	HwAsOwner as;
 
-	hw_check_model_access(id, name);
+	hw_model_require(id, HW_RIGHT_OWN, NULL);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
@@ -241,7 +215,7 @@ rt_set_column_type(PG_FUNCTION_ARGS)
 	Datum options;
 	const char *args[3] = {table, column, stype};
 
-	hw_check_model_access(id, name);
+	hw_model_require(id, HW_RIGHT_OWN, NULL);
 	if (stype && hw_stype_from_name(stype) < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown semantic type \"%s\"", stype),
@@ -271,7 +245,7 @@ rt_set_time_column(PG_FUNCTION_ARGS)
 	Datum options;
 	const char *args[2] = {table, column};
 
-	hw_check_model_access(id, name);
+	hw_model_require(id, HW_RIGHT_OWN, NULL);
 	check_model_column(id, name, table, column);
 	model_source(id, &schema, &options);
 	/* JSON null = "this table has no time column" (overrides detection) */

@@ -18,9 +18,7 @@
 
 /* HwAsOwner, hw_become_owner, hw_restore_user: see hw_pg.h */
 
-/* ERROR (42501) unless the current user is the model's owner (or a member of
- * it) or a superuser. */
-void hw_check_model_access(int32 model_id, const char *model_name);
+/* access checks: hw_model_require (hw_pg.h, access.c) */
 
 /* Stores a serialized snapshot as chunks (replacing the old ones); caller is
  * connected to SPI and has become the owner. */

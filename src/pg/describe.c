@@ -23,7 +23,7 @@ rt_describe(PG_FUNCTION_ARGS)
 	int32 model_id = hw_pg_model_id(name, false);
 	HwAsOwner as;
 
-	hw_check_model_access(model_id, name);
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -28,15 +28,37 @@ void hw_pg_raise_core_error(const HwError *err, const char *context_msg) pg_attr
 
 /* Acting as the owner of schema headwater (the extension owner) around
  * statements on headwater's own tables, which PUBLIC cannot touch; source
- * tables are always read as the calling role.  A transaction abort restores
- * the user (implemented in snapshot_store.c). */
+ * tables are always read as the calling role.  While acting as the owner the
+ * search_path is pinned to "pg_catalog, headwater, pg_temp" so no object of
+ * the caller's can shadow a built-in.  Pairs must nest (LIFO).  A
+ * transaction abort restores both (implemented in snapshot_store.c). */
 typedef struct HwAsOwner
 {
 	Oid  save_userid;
 	int  save_sec_context;
+	int  guc_nestlevel;
 } HwAsOwner;
 
 void hw_become_owner(HwAsOwner *s);
 void hw_restore_user(const HwAsOwner *s);
+
+/* Rights on a model (access.c; docs/security.md).  OWN: the model's owner
+ * role, its members, superusers.  PREDICT: those, plus roles granted with
+ * rt_grant_predict (members of a granted role; 'public': everyone). */
+typedef enum HwModelRight
+{
+	HW_RIGHT_OWN,
+	HW_RIGHT_PREDICT
+} HwModelRight;
+
+/* whether the current user holds `right` on the model */
+bool hw_model_has_right(int32 model_id, HwModelRight right);
+
+/* ERROR 42501 naming the role and the model unless the current user holds
+ * `right`; `action` words the refusal ("train", "cancel training of", ...). */
+void hw_model_require(int32 model_id, HwModelRight right, const char *action);
+
+/* PREDICT on the task's model plus SELECT on its anchor table (42501). */
+void hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name);
 
 #endif

@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "hw_pg.h"
+#include "hw_pg_task.h"
 #include "hw_pg_model.h"
 #include "hw_serving.h"
 #include "tape.h"
@@ -67,11 +68,29 @@ hw_pg_tape_save(int32 model_id, int64 checkpoint_id, const HwModel *m)
 	SPI_finish();
 }
 
+/* The task name (argument 0) after checking that the caller owns its model:
+ * the tape and the weights are the owner's, not a predicting role's. */
+static char *
+task_arg_owned(FunctionCallInfo fcinfo, const char *action)
+{
+	char  *task;
+	int32  model_id;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("task must not be NULL"),
+				 errhint("Pass a task name; rt_tasks(model) lists them.")));
+	task = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	hw_pg_task_lookup(task, false, &model_id, NULL);
+	hw_model_require(model_id, HW_RIGHT_OWN, action);
+	return task;
+}
+
 PG_FUNCTION_INFO_V1(rt_debug_tape);
 Datum
 rt_debug_tape(PG_FUNCTION_ARGS)
 {
-	char      *task = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char      *task = task_arg_owned(fcinfo, "run the tape of");
 	int64      ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int        ti;
 	HwServing *s = hw_serving_get(task, ckpt, &ti);
@@ -95,7 +114,7 @@ Datum
 rt_model_params(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char          *task = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char          *task = task_arg_owned(fcinfo, "read the parameters of");
 	int64          ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int            ti;
 	HwServing     *s = hw_serving_get(task, ckpt, &ti);

@@ -117,6 +117,7 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 	int32       task_id;
 
 	hw_pg_task_lookup(task_ref, false, &model_id, &task_id);
+	hw_task_require_predict(model_id, task_id, task_ref);
 	task_name = pstrdup(task_ref);
 	SPI_connect();
 	hw_become_owner(&as_owner);

@@ -12,6 +12,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -22,6 +23,15 @@
 #include "catalog_priv.h"
 
 /* ---------------------------------------------------------------- helpers */
+
+/*
+ * The search_path every owner-context statement runs under: the caller's
+ * path could name a schema of theirs holding an operator or function that
+ * shadows a built-in (e.g. mal.=(text,text)), which would then run with the
+ * owner's rights.  pg_temp last: never searched for functions or operators
+ * unless named, and only after the trusted schemas for relations.
+ */
+#define HW_OWNER_SEARCH_PATH "pg_catalog, headwater, pg_temp"
 
 void
 hw_become_owner(HwAsOwner *s)
@@ -35,6 +45,12 @@ hw_become_owner(HwAsOwner *s)
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
 	GetUserIdAndSecContext(&s->save_userid, &s->save_sec_context);
+	/* pin the path before switching: a GUC nest level undone by
+	 * hw_restore_user, or by the transaction abort on ERROR (as PostgreSQL's
+	 * own maintenance commands do) */
+	s->guc_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", HW_OWNER_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	SetUserIdAndSecContext(owner, s->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 }
 
@@ -42,6 +58,7 @@ void
 hw_restore_user(const HwAsOwner *s)
 {
 	SetUserIdAndSecContext(s->save_userid, s->save_sec_context);
+	AtEOXact_GUC(false, s->guc_nestlevel);
 }
 
 void
@@ -238,7 +255,7 @@ rt_snapshot_bytes(PG_FUNCTION_ARGS)
 	uint8 *buf;
 	bytea *res;
 
-	hw_check_model_access(model_id, name);
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
@@ -269,7 +286,7 @@ rt_snapshot_info(PG_FUNCTION_ARGS)
 	Datum res;
 	bool isnull;
 
-	hw_check_model_access(model_id, name);
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
@@ -304,7 +321,7 @@ rt_snapshot_row(PG_FUNCTION_ARGS)
 	int32 t = -1;
 	int64 row;
 
-	hw_check_model_access(model_id, name);
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 	snap = hw_pg_snapshot_load_in_context(model_id, CurrentMemoryContext);
 	for (int32 i = 0; i < snap->ntables; i++)
 		if (strcmp(snap->tables[i].name, table) == 0)
@@ -331,7 +348,7 @@ rt_snapshot_edges(PG_FUNCTION_ARGS)
 	int32 model_id = hw_pg_model_id(name, false);
 	HwSnapshot *snap;
 
-	hw_check_model_access(model_id, name);
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 	snap = hw_pg_snapshot_load_in_context(model_id, CurrentMemoryContext);
 	InitMaterializedSRF(fcinfo, 0);
 	for (uint32 r = 0; r < snap->nrows; r++)

@@ -85,11 +85,7 @@ model_info(int32 model_id, const char *name, ModelInfo *mi)
 	mi->embedder = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	mi->d_text = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	mi->owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
-	if (!superuser() && !has_privs_of_role(GetUserId(), mi->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of model \"%s\"", name),
-				 errhint("Ask the role that created the model, or a superuser.")));
+	hw_model_require(model_id, HW_RIGHT_OWN, NULL);
 }
 
 /* ----------------------------------------------------------- small helpers */
