@@ -54,6 +54,9 @@ for t in test/pgtap/*.sql; do
 	PGDATABASE=$db pg_prove -q --ext .sql "$t" || failures+=("$t")
 done
 
+hw_log "security (privilege escalation, injection, access control, crash inputs, bad-input sweep)"
+HW_CLUSTER_DIR=$tmp bash test/security.sh || failures+=(security)
+
 hw_log "reliability (kill, crash restart, cancel, concurrency, privileges)"
 HW_CLUSTER_DIR=$tmp bash test/reliability.sh || failures+=(reliability)
 

@@ -157,7 +157,7 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 	if (ti < 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("task \"%s\" does not exist in model \"%s\"", tname, model),
-						errhint("rt_tasks('%s') lists the model's tasks.", model)));
+						errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(model))));
 	if (tasks[ti]->split_count[split] == 0)
 		ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
 						errmsg("task \"%s\" has no %s seeds", tname, hw_split_name(split)),

@@ -38,7 +38,7 @@ hw_pg_model_id(const char *model_name, bool missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" does not exist", model_name),
-				 errhint("Create it with SELECT rt_create_model('%s', '<schema>').", model_name)));
+				 errhint("Create it with SELECT rt_create_model(%s, '<schema>').", quote_literal_cstr(model_name))));
 	return id;
 }
 
@@ -130,7 +130,7 @@ rt_create_model(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("model \"%s\" already exists", name),
-				 errhint("Choose another name, rebuild it with rt_refresh('%s'), or drop it with rt_drop_model('%s').", name, name)));
+				 errhint("Choose another name, rebuild it with rt_refresh(%s), or drop it with rt_drop_model(%s).", quote_literal_cstr(name), quote_literal_cstr(name))));
 	PG_RETURN_TEXT_P(cstring_to_text(hw_catalog_build(name, -1, schema, options, GetUserId())));
 }
 
@@ -186,7 +186,7 @@ check_model_column(int32 id, const char *model, const char *table, const char *c
 	if (n == 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 						errmsg("table \"%s\" is not part of model \"%s\"", table, model),
-						errhint("rt_describe('%s') lists its tables.", model)));
+						errhint("rt_describe(%s) lists its tables.", quote_literal_cstr(model))));
 	if (column)
 	{
 		SPI_execute_with_args("SELECT 1 FROM headwater.model_column WHERE model_id = $1 AND table_name = $2 AND column_name = $3",
@@ -196,7 +196,7 @@ check_model_column(int32 id, const char *model, const char *table, const char *c
 		if (SPI_processed == 0)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
 							errmsg("column \"%s\" of table \"%s\" is not part of model \"%s\"", column, table, model),
-							errhint("rt_describe('%s') lists its columns.", model)));
+							errhint("rt_describe(%s) lists its columns.", quote_literal_cstr(model))));
 	}
 	hw_restore_user(&as);
 	SPI_finish();

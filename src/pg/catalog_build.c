@@ -365,6 +365,9 @@ parse_options(Build *b, Datum options)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
 							errmsg("embedding function %s(text) does not exist", b->embedder),
 							errhint("Use {\"embedder\": \"hash\"} or name a function text -> float4[] returning d_text values.")));
+		/* the resolved name as regprocedure prints it (quoted, qualified when
+		 * not visible): the only form ever pasted into the embedding call */
+		b->embedder = spi_text1("SELECT $1::regprocedure::regproc::text", CStringGetTextDatum(fn), TEXTOID);
 	}
 }
 
@@ -399,7 +402,7 @@ discover(Build *b, Datum options)
 	if (nsp == NULL)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_SCHEMA_NAME),
 						errmsg("schema \"%s\" does not exist", b->schema),
-						errhint("Pass the schema that holds the tables: rt_create_model('%s', source_schema => '<schema>').", b->model)));
+						errhint("Pass the schema that holds the tables: rt_create_model(%s, source_schema => '<schema>').", quote_literal_cstr(b->model))));
 	b->nsp = (Oid) strtoul(nsp, NULL, 10);
 
 	/* tables: ordinary and partitioned, partitions folded into their parent */
@@ -411,7 +414,7 @@ discover(Build *b, Datum options)
 	if (SPI_processed == 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 						errmsg("schema \"%s\" has no tables", b->schema),
-						errhint("Create or load tables into schema \"%s\" first (e.g. SELECT rt_demo_shop('%s')).", b->schema, b->schema)));
+						errhint("Create or load tables into schema \"%s\" first (e.g. SELECT rt_demo_shop(%s)).", b->schema, quote_literal_cstr(b->schema))));
 	if (SPI_processed > 65535)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("schema \"%s\" has more than 65535 tables", b->schema)));
@@ -683,8 +686,8 @@ value_expr(Build *b, TabB *tb, ColB *col, int stype)
 	ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
 					errmsg("column \"%s\" of table \"%s\" has type %s, which cannot be used as %s",
 						   col->name, tb->name, col->sqltype, hw_stype_name(stype)),
-					errhint("Use rt_set_column_type('%s', '%s', '%s', NULL) to go back to the inferred type.",
-							b->model, tb->name, col->name)));
+					errhint("Use rt_set_column_type(%s, %s, %s, NULL) to go back to the inferred type.",
+							quote_literal_cstr(b->model), quote_literal_cstr(tb->name), quote_literal_cstr(col->name))));
 	return NULL;
 }
 
@@ -692,37 +695,95 @@ static void
 apply_overrides(Build *b, Datum options)
 {
 	Oid jt = JSONBOID;
-	bool isnull;
+	const char *shape_hint = "Write {\"column_types\": {\"table\": {\"column\": \"type\"}}} or "
+		"{\"column_types\": {\"table.column\": \"type\"}}; types: identifier, numerical, timestamp, "
+		"boolean, categorical, text, ignored.";
 
-	if (SPI_execute_with_args("SELECT t.key, c.key, c.value #>> '{}' "
+	if (strcmp(spi_text1("SELECT coalesce(jsonb_typeof($1->'column_types') NOT IN ('object', 'null'), false)::text",
+						 options, jt), "true") == 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("option column_types of model \"%s\" must be a JSON object", b->model),
+						errhint("%s", shape_hint)));
+	/* one row per (table, column): the nested form, or "table.column": "type" */
+	if (SPI_execute_with_args("SELECT t.key, jsonb_typeof(t.value), c.key, coalesce(c.value, t.value) #>> '{}' "
 							  "FROM jsonb_each(CASE WHEN jsonb_typeof($1->'column_types') = 'object' "
-							  "                     THEN $1->'column_types' ELSE '{}' END) t, "
-							  "     jsonb_each(CASE WHEN jsonb_typeof(t.value) = 'object' THEN t.value ELSE '{}' END) c "
-							  "ORDER BY 1, 2",
+							  "                     THEN $1->'column_types' ELSE '{}' END) t "
+							  "LEFT JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(t.value) = 'object' "
+							  "                                  THEN t.value ELSE '{}' END) c ON true "
+							  "ORDER BY 1, 3",
 							  1, &jt, &options, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading column_types failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		char *tn = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		char *cn = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		char *st = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-		int t = find_table(b, tn);
-		int c = t >= 0 ? find_col_name(&b->tabs[t], cn) : -1;
-		int s = st ? hw_stype_from_name(st) : -1;
+		char *kind = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		char *cn = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		char *st = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
+		int t, c, s;
 
-		(void) isnull;
+		if (strcmp(kind, "object") == 0 && cn == NULL)
+			continue;			/* {"table": {}}: nothing to override */
+		if (strcmp(kind, "string") == 0)
+		{
+			char *dot = strrchr(tn, '.');
+
+			if (dot == NULL)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("entry \"%s\" of option column_types of model \"%s\" names no column",
+									   tn, b->model),
+								errhint("%s", shape_hint)));
+			tn = pstrdup(tn);
+			dot = strrchr(tn, '.');
+			*dot = '\0';
+			cn = dot + 1;
+		}
+		else if (strcmp(kind, "object") != 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("entry \"%s\" of option column_types of model \"%s\" is a JSON %s",
+								   tn, b->model, kind),
+							errhint("%s", shape_hint)));
+		t = find_table(b, tn);
+		c = t >= 0 ? find_col_name(&b->tabs[t], cn) : -1;
+		s = st ? hw_stype_from_name(st) : -1;
 		if (t < 0)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-							errmsg("table \"%s\" of option column_types is not in schema \"%s\"", tn, b->schema)));
+							errmsg("table \"%s\" of option column_types is not in schema \"%s\"", tn, b->schema),
+							errhint("rt_create_model reads the tables of schema \"%s\"; name one of them.", b->schema)));
 		if (c < 0)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-							errmsg("column \"%s\" of option column_types does not exist in table \"%s\"", cn, tn)));
+							errmsg("column \"%s\" of option column_types does not exist in table \"%s\"", cn, tn),
+							errhint("Column names are case-sensitive, as in the table.")));
 		if (s < 0)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("unknown semantic type \"%s\" for column \"%s\" of table \"%s\"", st ? st : "null", cn, tn),
 							errhint("Semantic types: identifier, numerical, timestamp, boolean, categorical, text, ignored.")));
 		b->tabs[t].cols[c].stype = s;
 		b->tabs[t].cols[c].overridden = true;
+	}
+	/* time_columns: an object whose keys are tables of the schema */
+	if (strcmp(spi_text1("SELECT coalesce(jsonb_typeof($1->'time_columns') NOT IN ('object', 'null'), false)::text",
+						 options, jt), "true") == 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("option time_columns of model \"%s\" must be a JSON object", b->model),
+						errhint("Write {\"time_columns\": {\"table\": \"column\"}} (null: the table has none).")));
+	if (SPI_execute_with_args("SELECT t.key, jsonb_typeof(t.value) FROM jsonb_each(CASE WHEN jsonb_typeof($1->'time_columns') "
+							  "= 'object' THEN $1->'time_columns' ELSE '{}' END) t ORDER BY 1",
+							  1, &jt, &options, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "reading time_columns failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char *tn = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char *kind = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		if (find_table(b, tn) < 0)
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+							errmsg("table \"%s\" of option time_columns is not in schema \"%s\"", tn, b->schema),
+							errhint("rt_create_model reads the tables of schema \"%s\"; name one of them.", b->schema)));
+		if (strcmp(kind, "string") != 0 && strcmp(kind, "null") != 0)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("time column of table \"%s\" in option time_columns must be a column name or null, not a JSON %s",
+								   tn, kind),
+							errhint("Write {\"time_columns\": {\"%s\": \"column\"}} (null: the table has none).", tn)));
 	}
 }
 

@@ -143,12 +143,12 @@ read_snapshot_bytes(int32 model_id, size_t *len_out)
 	if (isnull)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("model \"%s\" has no snapshot", name),
-						errhint("Run SELECT rt_refresh('%s').", name)));
+						errhint("Run SELECT rt_refresh(%s).", quote_literal_cstr(name))));
 	if (fmt != HW_SNAPSHOT_FORMAT_VERSION)
 		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						errmsg("snapshot of model \"%s\" has format version %d, this build of headwater reads version %d",
 							   name, fmt, HW_SNAPSHOT_FORMAT_VERSION),
-						errhint("Run SELECT rt_refresh('%s') to rebuild it.", name)));
+						errhint("Run SELECT rt_refresh(%s) to rebuild it.", quote_literal_cstr(name))));
 
 	portal = SPI_cursor_open_with_args(NULL,
 									   "SELECT data FROM headwater.snapshot_chunk WHERE model_id = $1 ORDER BY chunk_no",

@@ -412,7 +412,7 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 	if (at < 0 || SPI_processed == 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 						errmsg("table \"%s\" is not part of model \"%s\"", anchor, mi->name),
-						errhint("rt_describe('%s') lists the model's tables.", mi->name)));
+						errhint("rt_describe(%s) lists the model's tables.", quote_literal_cstr(mi->name))));
 	t->anchor_table = at;
 	Datum pkd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 
@@ -760,8 +760,8 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 						errmsg("%lld anchors of task \"%s\" do not exist in table \"%s\" of model \"%s\"",
 							   (long long) n_missing, t->name, anchor, mi->name),
 						errdetail("For example: %s.", examples.data),
-						errhint("Run rt_refresh('%s') if the rows were added after the model was built, "
-								"or filter them out of the query.", mi->name)));
+						errhint("Run rt_refresh(%s) if the rows were added after the model was built, "
+								"or filter them out of the query.", quote_literal_cstr(mi->name))));
 	if (n == 0)
 		ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
 						errmsg("the query of task \"%s\" returned no rows", t->name),
@@ -899,7 +899,7 @@ rt_create_task(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
 						errmsg("task \"%s\" already exists", tname),
 						other_model == model_id ?
-						errhint("Drop it first with rt_drop_task('%s', '%s'), or pick another name.", model, tname) :
+						errhint("Drop it first with rt_drop_task(%s, %s), or pick another name.", quote_literal_cstr(model), quote_literal_cstr(tname)) :
 						errhint("Task names are unique across models (rt_predict takes a task name); pick another name.")));
 	parse_options(options, tname, &opts);
 	/* the access check first, then the (possibly large) snapshot */
@@ -928,8 +928,8 @@ rt_create_task(PG_FUNCTION_ARGS)
 		if (anchor == NULL || target == NULL)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("task \"%s\" needs a query, or anchor_table and target_column", tname),
-							errhint("Predict a column: rt_create_task('%s', '%s', anchor_table => 'orders', target_column => 'status').",
-									model, tname)));
+							errhint("Predict a column: rt_create_task(%s, %s, anchor_table => 'orders', target_column => 'status').",
+									quote_literal_cstr(model), quote_literal_cstr(tname))));
 		if (obscol)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("observation_time_column applies to query tasks only"),
@@ -939,7 +939,7 @@ rt_create_task(PG_FUNCTION_ARGS)
 		if (at < 0)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 							errmsg("table \"%s\" is not part of model \"%s\"", anchor, model),
-							errhint("rt_describe('%s') lists the model's tables.", model)));
+							errhint("rt_describe(%s) lists the model's tables.", quote_literal_cstr(model))));
 		int c = snap_column(snap, at, target);
 
 		if (c < 0)
@@ -959,8 +959,8 @@ rt_create_task(PG_FUNCTION_ARGS)
 				ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
 								errmsg("column \"%s\" of table \"%s\" is %s in model \"%s\", not %s",
 									   target, anchor, hw_stype_name(col->stype), model, stype),
-								errhint("Change its type first: rt_set_column_type('%s', '%s', '%s', '%s').",
-										model, anchor, target, stype)));
+								errhint("Change its type first: rt_set_column_type(%s, %s, %s, %s).",
+										quote_literal_cstr(model), quote_literal_cstr(anchor), quote_literal_cstr(target), quote_literal_cstr(stype))));
 		}
 		apply_options(t, &opts);
 		if (hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
@@ -1126,7 +1126,7 @@ rt_drop_task(PG_FUNCTION_ARGS)
 	if (SPI_processed == 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("task \"%s\" does not exist in model \"%s\"", tname, model),
-						errhint("rt_tasks('%s') lists the model's tasks.", model)));
+						errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(model))));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -1197,7 +1197,7 @@ hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, int32
 	if (!found && !missing_ok)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
 						errmsg("task \"%s\" does not exist", task_name),
-						errhint("Create it with rt_create_task(model, '%s', ...).", task_name)));
+						errhint("Create it with rt_create_task(model, %s, ...).", quote_literal_cstr(task_name))));
 	return found;
 }
 

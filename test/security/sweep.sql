@@ -1,0 +1,110 @@
+-- test/security/sweep.sql: the bad-input sweep (run by test/security.sh as a
+-- non-superuser that owns model 'shop' with the trained task 'order_status').
+--
+-- Every function of the extension (found in pg_depend, so a new function is
+-- swept without editing this file) is called once per (argument, bad value):
+-- that argument takes a bad value of its type (NULL, empty, huge, absurd,
+-- the wrong kind), the others a good value.  Each call runs in its own
+-- subtransaction, rolled back even when it succeeds.  A call is GOOD when it
+-- returns or raises an error whose SQLSTATE is outside class XX (internal
+-- error, data corrupted); a crash ends the session before "sweep finished".
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+
+CREATE TEMP TABLE sweep_good (fn text, arg text, val text);   -- fn NULL: any function
+INSERT INTO sweep_good VALUES
+	(NULL, 'model', $$'shop'$$), (NULL, 'name', $$'sweep_model'$$), (NULL, 'source_schema', $$'shop'$$),
+	(NULL, 'options', $${}$$::text), (NULL, 'table_name', $$'orders'$$), (NULL, 'column_name', $$'status'$$),
+	(NULL, 'stype', $$'categorical'$$), (NULL, 'key', $$'1'$$), (NULL, 'role', $$'hw_reader'$$),
+	(NULL, 'schema', $$'sweep_shop'$$), (NULL, 'scale', '20'), (NULL, 'seed', '1'), (NULL, 'k', '1'),
+	(NULL, 'salt', '1'), (NULL, 'first_id', '1'), (NULL, 'nprod', '5'),
+	(NULL, 'task', $$'order_status'$$), ('rt_create_task', 'task', $$'sweep_task'$$),
+	(NULL, 'query', 'NULL::text'), (NULL, 'anchor_table', $$'orders'$$), (NULL, 'target_column', $$'total'$$),
+	(NULL, 'target_stype', 'NULL::text'), (NULL, 'observation_time_column', 'NULL::text'),
+	(NULL, 'split', $$'test'$$), ('rt_sample_batches', 'split', $$'train'$$), (NULL, 'n', '1'),
+	(NULL, 'batch_size', '2'), (NULL, 'seq_len', '32'), (NULL, 'batch_id', '1'), (NULL, 'b', '0'),
+	(NULL, 'checkpoint', 'NULL::bigint'), (NULL, 'steps', '6'), (NULL, 'tasks', 'NULL::text[]'),
+	(NULL, 'preset', $$'tiny'$$), (NULL, 'device', $$'cpu'$$), (NULL, 'wait', 'true'), (NULL, 'job', '1'),
+	(NULL, 'row_id', '1'), (NULL, 'row_ids', 'ARRAY[1, 2]'), (NULL, 'obs_time', 'NULL::timestamptz');
+UPDATE sweep_good SET val = $$'{"val_every": 1000}'::jsonb$$ WHERE arg = 'options';
+
+CREATE TEMP TABLE sweep_bad (typ text, val text);
+INSERT INTO sweep_bad VALUES
+	('text', 'NULL::text'), ('text', $$''$$), ('text', $$repeat('x', 10000)$$), ('text', $$'a''b"c\'$$),
+	('integer', 'NULL::int'), ('integer', '-1'), ('integer', '0'), ('integer', '2147483647'),
+	('bigint', 'NULL::bigint'), ('bigint', '-1'), ('bigint', '9223372036854775807'),
+	('jsonb', 'NULL::jsonb'), ('jsonb', $$'[]'::jsonb$$), ('jsonb', $$'"str"'::jsonb$$),
+	('jsonb', $${"bogus": 1}$$::text), ('jsonb', $$'{"threads": 100000, "lr": -1}'::jsonb$$),
+	('text[]', 'NULL::text[]'), ('text[]', $$'{}'::text[]$$), ('text[]', 'ARRAY[NULL]::text[]'),
+	('text[]', $$ARRAY['nosuch']$$),
+	('timestamp with time zone', 'NULL::timestamptz'), ('timestamp with time zone', $$'infinity'::timestamptz$$),
+	('timestamp with time zone', $$'-infinity'::timestamptz$$),
+	('timestamp with time zone', $$'294000-01-01'::timestamptz$$),
+	('boolean', 'NULL::bool'),
+	('anyelement', 'NULL::int'), ('anyelement', 'NULL::text'), ('anyelement', 'NULL::varchar'),
+	('anyelement', $$'zzz'::text$$), ('anyelement', 'ROW(1, 2)'), ('anyelement', 'ARRAY[1, 2, 3]'),
+	('anyelement', '1e300::float8'), ('anyelement', '-1'),
+	('anyarray', 'NULL::int[]'), ('anyarray', $$'{}'::int[]$$), ('anyarray', 'ARRAY[NULL]::int[]'),
+	('anyarray', 'ARRAY[[1, 2], [3, 4]]'), ('anyarray', $$ARRAY['x', NULL]$$);
+-- a jsonb literal written as text above: cast it
+UPDATE sweep_bad SET val = quote_literal(val) || '::jsonb' WHERE typ = 'jsonb' AND val LIKE '{%';
+
+CREATE TEMP TABLE sweep_result (verdict text, call text, sqlstate text, message text);
+
+DO $sweep$
+DECLARE
+	f record;
+	call text;
+	args text[];
+	bad record;
+	st text;
+	msg text;
+BEGIN
+	FOR f IN
+		SELECT p.oid, p.proname, n.nspname, p.proargnames AS names,
+		       ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t) AS types
+		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+		JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'headwater'
+		WHERE p.pronargs > 0
+		ORDER BY p.proname
+	LOOP
+		FOR i IN 1 .. array_length(f.types, 1) LOOP
+			FOR bad IN SELECT val FROM sweep_bad WHERE typ = f.types[i] LOOP
+				args := ARRAY[]::text[];
+				FOR j IN 1 .. array_length(f.types, 1) LOOP
+					args := args || format('%I => %s', f.names[j],
+						CASE WHEN j = i THEN bad.val
+						ELSE coalesce((SELECT g.val FROM sweep_good g WHERE g.arg = f.names[j]
+						               ORDER BY g.fn = f.proname DESC NULLS LAST LIMIT 1),
+						              format('NULL::%s', f.types[j])) END);
+				END LOOP;
+				call := format('SELECT count(*) FROM %I.%I(%s)', f.nspname, f.proname, array_to_string(args, ', '));
+				st := NULL;
+				BEGIN
+					SET LOCAL statement_timeout = '10s';
+					EXECUTE call;
+					RAISE EXCEPTION USING ERRCODE = 'HW000', MESSAGE = 'returned';  -- roll back its effects
+				EXCEPTION WHEN OTHERS THEN
+					GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+				END;
+				INSERT INTO sweep_result VALUES
+					(CASE WHEN st LIKE 'XX%' THEN 'BAD' ELSE 'GOOD' END, call, st, msg);
+				-- a call that started a job in the background: let it end
+				FOR w IN 1 .. 300 LOOP
+					EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training');
+					PERFORM pg_sleep(0.2);
+				END LOOP;
+			END LOOP;
+		END LOOP;
+	END LOOP;
+END
+$sweep$;
+
+SELECT format('# %s calls, %s functions; by SQLSTATE: %s', count(*),
+              count(DISTINCT split_part(call, '(', 1)),
+              (SELECT string_agg(s || ' x' || c, ', ' ORDER BY c DESC)
+               FROM (SELECT coalesce(sqlstate, '-') s, count(*) c FROM sweep_result GROUP BY 1) z))
+FROM sweep_result;
+SELECT verdict || ' ' || sqlstate || ' ' || call || ' -- ' || left(message, 200) FROM sweep_result ORDER BY verdict, call;
+SELECT 'sweep finished';
