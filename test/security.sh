@@ -15,7 +15,9 @@ source "$here/tap.sh"
 db=hw_security
 log=${HW_CLUSTER_DIR:-}/server.log
 crashes() { # lines of the server log that tell of a crashed server process
-	[ -f "$log" ] && grep -cE 'terminated by signal|was terminated by exception|server process .* exited with exit code [^01]' "$log" || echo 0
+	local c=0
+	[ -f "$log" ] && c=$(grep -cE 'terminated by signal|was terminated by exception|server process .* exited with exit code [^01]' "$log")
+	echo "${c:-0}"
 }
 as() { # as ROLE SQL: run SQL as a login role (own connection, no superuser)
 	local role=$1; shift
