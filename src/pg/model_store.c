@@ -71,7 +71,7 @@ PG_FUNCTION_INFO_V1(rt_debug_tape);
 Datum
 rt_debug_tape(PG_FUNCTION_ARGS)
 {
-	char      *task = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char      *task = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64      ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int        ti;
 	HwServing *s = hw_serving_get(task, ckpt, &ti);
@@ -95,7 +95,7 @@ Datum
 rt_model_params(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char          *task = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char          *task = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64          ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int            ti;
 	HwServing     *s = hw_serving_get(task, ckpt, &ti);
