@@ -37,18 +37,29 @@ Datum
 rt_evaluate(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char   *task_ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char   *task_ref;
 	char   *split_name = PG_ARGISNULL(1) ? "test" : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	int64   checkpoint = PG_ARGISNULL(2) ? -1 : PG_GETARG_INT64(2);
 	int     split = hw_split_from_name(split_name);
 	HwError err = {0};
 	int     t;
 
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("task must not be NULL"),
+				 errhint("Pass the name given to rt_create_task.")));
+	task_ref = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (split < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown split \"%s\"", split_name),
 				 errhint("Use 'train', 'val' or 'test'.")));
+	if (!PG_ARGISNULL(2) && checkpoint < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint %lld for task \"%s\" is not a checkpoint id", (long long) checkpoint, task_ref),
+				 errhint("Checkpoint ids are positive (headwater.checkpoint); NULL evaluates the best checkpoint.")));
 	InitMaterializedSRF(fcinfo, 0);
 
 	HwServing *s = hw_serving_get(task_ref, checkpoint, &t);

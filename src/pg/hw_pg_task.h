@@ -28,6 +28,27 @@ HwTask *hw_pg_task_load(int32 model_id, const char *task_name, const HwSnapshot 
  * NULL the caller owns them: hw_task_free() each, then free() the array. */
 HwTask **hw_pg_tasks_load_all(int32 model_id, const HwSnapshot *snap, MemoryContext cxt, int *ntasks);
 
+/* A task that can no longer be built against the model's current snapshot:
+ * its anchor table or its target column is gone (after an rt_refresh). */
+typedef struct HwPgUnusableTask
+{
+	int32   task_id;
+	char   *name;               /* malloc'd */
+	char   *message;            /* malloc'd: why, naming the task and what vanished */
+} HwPgUnusableTask;
+
+/* Serving (serving.c): all tasks of a model in model order like
+ * hw_pg_tasks_load_all(cxt NULL) -- the caller owns them -- except that a
+ * task that no longer fits `snap` is left out instead of failing the whole
+ * model, and listed in *unusable (malloc'd [*nunusable], may be NULL; free
+ * with hw_pg_unusable_free).  Leaving a task out only renumbers the virtual
+ * columns and categories of later query tasks (task.h), which index frozen
+ * embedding tables built from the same array, so the other tasks serve as
+ * before. */
+HwTask **hw_pg_tasks_load_usable(int32 model_id, const HwSnapshot *snap, int *ntasks,
+								 HwPgUnusableTask **unusable, int *nunusable);
+void     hw_pg_unusable_free(HwPgUnusableTask *u, int n);
+
 /* Looks a task up by name alone: its model id and task id; false when
  * missing and missing_ok, else ERROR 42704. */
 bool hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, int32 *task_id);

@@ -6,20 +6,46 @@
 #include "postgres.h"
 
 #include "backend.h"
+#include "hw_pg_task.h"
 #include "model.h"
 #include "sampler.h"
 #include "snapshot.h"
 #include "task.h"
 
+/* The primary key of one snapshot table, to name its rows (predict.c). */
+typedef struct HwServingKey
+{
+	int     npk;             /* number of PK columns; 0: no primary key (or unknown) */
+	char  **cols;            /* [npk] column names, in primary key order */
+	Oid    *typid;           /* [npk] the source column's current type; InvalidOid when the
+							  * column is gone (key values are then compared as given) */
+	int32  *typmod;          /* [npk] */
+} HwServingKey;
+
+/*
+ * One cache entry: everything needed to serve one model at one checkpoint,
+ * malloc-owned, never PostgreSQL memory.  An entry is installed in the cache
+ * only once fully built (a failed build frees what it made), and it is
+ * reference-counted: the cache holds one reference and every
+ * hw_serving_get() caller one more until its memory context goes away, so an
+ * entry evicted while a caller still uses it lives until that caller is done.
+ *
+ * Invariant: ntasks > 0 implies sampler, be and model are set.
+ */
 typedef struct HwServing
 {
 	int32           model_id;
 	int64           checkpoint_id;
-	char            key[256];        /* snapshot refresh time + task ids */
+	char           *key;             /* what it was built from: model and task rows (serving.c) */
+	char           *model_name;
 	uint64          last_used;
+	int             refs;
 	HwSnapshot     *snap;
-	HwTask        **tasks;
+	HwTask        **tasks;           /* [ntasks] the servable tasks, model order */
 	int             ntasks;
+	HwPgUnusableTask *unusable;      /* [nunusable] tasks whose columns/tables vanished */
+	int             nunusable;
+	HwServingKey   *pk;              /* [snap->ntables] */
 	uint16_t       *col_emb, *cat_emb;
 	int32_t         ncols;
 	uint32_t        ncat;
@@ -53,10 +79,14 @@ void hw_serving_set_wide(HwServing *s, bool wide);
 /* Label of category k (0..K-1) of task t's block. */
 const char *hw_serving_category_label(const HwServing *s, int t, int32 k);
 
-/* The cached model serving task `task_ref` ("task" or "model.task") at
- * checkpoint_id (-1: the best checkpoint, else the latest); *task_index is
- * the task's index in the entry.  ERROR with a hint for an unknown task or an
- * untrained model.  Must not be called inside SPI. */
+/* The cached model serving task `task_ref` (a task name, not NULL) at
+ * checkpoint_id (-1: the best checkpoint, else the latest; >= 0: that
+ * checkpoint, which must belong to the task's model); *task_index is the
+ * task's index in the entry.  The entry stays valid until
+ * CurrentMemoryContext is reset or deleted (also on ERROR).  ERROR with a
+ * SQLSTATE and a hint for an unknown task, a task whose table or column
+ * vanished, an untrained model, a checkpoint that is not the model's, or a
+ * damaged checkpoint.  Must not be called inside SPI. */
 HwServing *hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index);
 
 #endif

@@ -2,13 +2,23 @@
  * serving.c: the per-backend cache of trained models used by rt_predict,
  * rt_predict_batch and rt_evaluate.
  *
- * A cache entry holds, for one model: its snapshot, all its tasks (in
- * task_id order, the layout used in training), a sampler configured like
- * the training run, and the model loaded from a checkpoint on the CPU
- * backend.  It is keyed by (model, checkpoint, snapshot refresh time, task
- * set) and rebuilt when any of them changes (a newer best checkpoint, an
- * rt_refresh, a new task).  Everything is malloc-owned by the entry and
- * freed when the entry is replaced; nothing is PostgreSQL memory.
+ * A cache entry holds, for one model: its snapshot, its servable tasks (in
+ * task_id order, the layout used in training), the primary keys of its
+ * tables, a sampler configured like the training run, and the model loaded
+ * from a checkpoint on the CPU backend.  It is keyed by (model, checkpoint,
+ * the row versions of the model's headwater.model and headwater.task rows)
+ * and rebuilt when any of them changes: a newer best checkpoint, an
+ * rt_refresh (even two in one transaction: each writes a new model row
+ * version), a new or dropped task.
+ *
+ * Crash safety: an entry is built aside and installed only once complete; a
+ * build that fails (a damaged checkpoint, a cancel, out of memory) frees all
+ * it made and leaves the cache as it was.  Entries are reference-counted
+ * (hw_serving.h), so eviction never frees an entry a caller still uses.  A
+ * task whose anchor table or target column vanished in an rt_refresh is left
+ * out of the entry (hw_pg_tasks_load_usable) and gets its own error; the
+ * model's other tasks keep serving.  Everything is malloc-owned by the entry;
+ * nothing is PostgreSQL memory.
  */
 #include "postgres.h"
 
@@ -16,6 +26,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #include "hw_pg.h"
 #include "hw_pg_task.h"
@@ -40,18 +51,87 @@ serving_free(HwServing *s)
 		hw_backend_destroy(s->be);
 	if (s->sampler)
 		hw_sampler_free(s->sampler);
-	for (int t = 0; t < s->ntasks; t++)
-		hw_task_free(s->tasks[t]);
+	if (s->tasks)
+		for (int t = 0; t < s->ntasks; t++)
+			hw_task_free(s->tasks[t]);
 	free(s->tasks);
+	hw_pg_unusable_free(s->unusable, s->nunusable);
 	if (s->cat_labels)
 		for (uint32 i = 0; i < s->n_cat_labels; i++)
 			free(s->cat_labels[i]);
 	free(s->cat_labels);
+	if (s->pk)
+	{
+		for (int t = 0; t < s->snap->ntables; t++)
+		{
+			if (s->pk[t].cols)
+				for (int k = 0; k < s->pk[t].npk; k++)
+					free(s->pk[t].cols[k]);
+			free(s->pk[t].cols);
+			free(s->pk[t].typid);
+			free(s->pk[t].typmod);
+		}
+		free(s->pk);
+	}
 	free(s->col_emb);
 	free(s->cat_emb);
 	if (s->snap)
 		snapshot_free(s->snap);
+	free(s->key);
+	free(s->model_name);
 	free(s);
+}
+
+static void
+serving_unref(void *arg)
+{
+	HwServing *s = arg;
+
+	if (--s->refs <= 0)
+		serving_free(s);
+}
+
+static void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (p == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory loading a model for prediction")));
+	return p;
+}
+
+static char *
+xstrdup(const char *str)
+{
+	char *p = strdup(str ? str : "");
+
+	if (p == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory loading a model for prediction")));
+	return p;
+}
+
+/* A core error while building an entry: SQLSTATE by kind, the model and
+ * task named, a hint. */
+static void
+serving_core_error(const HwServing *s, const char *task, const HwError *err, const char *what,
+				   const char *detail, const char *hint)
+{
+	int sqlstate;
+
+	switch (err->code)
+	{
+		case HW_ERR_NOMEM: sqlstate = ERRCODE_OUT_OF_MEMORY; break;
+		case HW_ERR_CORRUPT: sqlstate = ERRCODE_DATA_CORRUPTED; break;
+		case HW_ERR_CANCELLED: sqlstate = ERRCODE_QUERY_CANCELED; break;
+		case HW_ERR_INVALID: sqlstate = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE; break;
+		default: sqlstate = ERRCODE_INTERNAL_ERROR; break;
+	}
+	ereport(ERROR,
+			(errcode(sqlstate),
+			 errmsg("could not serve task \"%s\" of model \"%s\": %s: %s", task, s->model_name, what, err->msg),
+			 detail ? errdetail("%s", detail) : 0,
+			 errhint("%s", hint)));
 }
 
 /* The snapshot's category strings (for labels of categorical predictions). */
@@ -65,15 +145,64 @@ load_category_labels(HwServing *s)
 							  "ORDER BY cat_idx", 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.model_category");
 	s->n_cat_labels = s->snap->ncat;
-	s->cat_labels = calloc(Max(1, s->n_cat_labels), sizeof(char *));
-	if (s->cat_labels == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory loading category labels")));
+	s->cat_labels = xcalloc(s->n_cat_labels, sizeof(char *));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool  isnull;
 		int32 idx = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		if (idx >= 0 && (uint32) idx < s->n_cat_labels)
-			s->cat_labels[idx] = strdup(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+		if (idx >= 0 && (uint32) idx < s->n_cat_labels && s->cat_labels[idx] == NULL)
+			s->cat_labels[idx] = xstrdup(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+	}
+}
+
+/* The primary key columns of the snapshot's tables with the current type of
+ * each source column (to read key values given in another type). */
+static void
+load_primary_keys(HwServing *s)
+{
+	Oid     argtypes[1] = {INT4OID};
+	Datum   values[1] = {Int32GetDatum(s->model_id)};
+	int     nt = s->snap->ntables;
+
+	if (SPI_execute_with_args(
+			"SELECT mt.table_idx, array_length(mt.pk_columns, 1), k.col, a.atttypid, a.atttypmod "
+			"FROM headwater.model_table mt JOIN headwater.model m ON m.model_id = mt.model_id "
+			"CROSS JOIN LATERAL unnest(mt.pk_columns) WITH ORDINALITY AS k(col, ord) "
+			"LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = m.source_schema "
+			"LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = mt.table_name "
+			"LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attname = k.col "
+			"  AND a.attnum > 0 AND NOT a.attisdropped "
+			"WHERE mt.model_id = $1 ORDER BY mt.table_idx, k.ord",
+			1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.model_table");
+	s->pk = xcalloc(nt, sizeof(HwServingKey));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple   tup = SPI_tuptable->vals[i];
+		TupleDesc   td = SPI_tuptable->tupdesc;
+		bool        isnull, tnull, mnull;
+		int32       t = DatumGetInt32(SPI_getbinval(tup, td, 1, &isnull));
+		int32       npk = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		Oid         typid = DatumGetObjectId(SPI_getbinval(tup, td, 4, &tnull));
+		int32       typmod = DatumGetInt32(SPI_getbinval(tup, td, 5, &mnull));
+		HwServingKey *k;
+
+		if (t < 0 || t >= nt || npk < 1 || npk > 1600)
+			continue;
+		k = &s->pk[t];
+		if (k->cols == NULL)
+		{
+			k->cols = xcalloc(npk, sizeof(char *));
+			k->typid = xcalloc(npk, sizeof(Oid));
+			k->typmod = xcalloc(npk, sizeof(int32));
+			k->npk = 0;
+		}
+		if (k->npk >= npk)
+			continue;
+		k->cols[k->npk] = xstrdup(SPI_getvalue(tup, td, 3));
+		k->typid[k->npk] = tnull ? InvalidOid : typid;
+		k->typmod[k->npk] = mnull ? -1 : typmod;
+		k->npk++;
 	}
 }
 
@@ -83,25 +212,173 @@ hw_serving_category_label(const HwServing *s, int t, int32 k)
 	const HwTask *task = s->tasks[t];
 
 	if (task->kind == HW_TASK_QUERY)
-		return (k >= 0 && (uint32) k < task->ncat_own) ? task->cat_values[k] : "?";
+		return (k >= 0 && (uint32) k < task->ncat_own && task->cat_values[k]) ? task->cat_values[k] : "?";
+	if (k < 0)
+		return "?";
 	uint32 g = (uint32) (task->cat_base + k);
 	return (g < s->n_cat_labels && s->cat_labels[g]) ? s->cat_labels[g] : "?";
 }
 
-/* Identity of what a cache entry was built from. */
+/*
+ * Identity of what a cache entry is built from: the row versions (xmin and
+ * ctid) of the model's headwater.model row and of its headwater.task rows.
+ * rt_refresh rewrites the model row, so even two refreshes in one
+ * transaction give different keys; creating or dropping a task changes the
+ * task list.  Also the model's name (for messages).  Caller in SPI as owner.
+ */
 static char *
-snapshot_key(int32 model_id)
+model_state_key(int32 model_id, char **model_name)
 {
 	Oid     argtypes[1] = {INT4OID};
 	Datum   values[1] = {Int32GetDatum(model_id)};
 
 	if (SPI_execute_with_args(
-			"SELECT coalesce(m.refreshed_at, m.created_at)::text || '/' || "
-			"(SELECT coalesce(string_agg(task_id::text, ',' ORDER BY task_id), '') FROM headwater.task t "
-			" WHERE t.model_id = m.model_id) FROM headwater.model m WHERE m.model_id = $1",
+			"SELECT m.xmin::text || '/' || m.ctid::text || '/' || "
+			"coalesce(m.refreshed_at, m.created_at)::text || '/' || "
+			"(SELECT coalesce(string_agg(t.task_id::text || '@' || t.xmin::text || t.ctid::text, ',' "
+			"  ORDER BY t.task_id), '') FROM headwater.task t WHERE t.model_id = m.model_id), m.name "
+			"FROM headwater.model m WHERE m.model_id = $1",
 			1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "model %d vanished", model_id);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the model of the task was dropped while it was being loaded"),
+				 errhint("Create the model and its tasks again.")));
+	*model_name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/* ERROR for a checkpoint id that is not one of the task's model's. */
+static void
+checkpoint_not_found(int64 checkpoint_id, const char *task_ref, const char *model_name)
+{
+	Oid     argtypes[1] = {INT8OID};
+	Datum   values[1] = {Int64GetDatum(checkpoint_id)};
+
+	if (SPI_execute_with_args("SELECT m.name FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) "
+							  "WHERE c.checkpoint_id = $1", 1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint %lld belongs to model \"%s\", not to model \"%s\" of task \"%s\"",
+						(long long) checkpoint_id, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						model_name, task_ref),
+				 errhint("Pass one of model \"%s\"'s checkpoints (rt_status('%s') shows its jobs' checkpoints), "
+						 "or NULL for its best checkpoint.", model_name, model_name)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("checkpoint %lld does not exist for model \"%s\" of task \"%s\"",
+					(long long) checkpoint_id, model_name, task_ref),
+			 errhint("SELECT * FROM headwater.checkpoint lists the checkpoints; NULL uses the best one.")));
+}
+
+/* Builds the entry for (model, checkpoint) aside; on ERROR frees it. */
+static HwServing *
+serving_build(int32 model_id, const char *model_name, const char *key, const HwCheckpointInfo *info,
+			  const char *task_ref, HwAsOwner *as_owner)
+{
+	HwServing *volatile s = xcalloc(1, sizeof(HwServing));
+
+	PG_TRY();
+	{
+		HwServing *e = s;
+		HwError     err = {0};
+		uint8      *blob;
+		size_t      len;
+
+		e->model_id = model_id;
+		e->checkpoint_id = info->checkpoint_id;
+		e->key = xstrdup(key);
+		e->model_name = xstrdup(model_name);
+		/* the loaders connect to SPI themselves */
+		hw_restore_user(as_owner);
+		SPI_finish();
+		e->snap = hw_pg_snapshot_load(model_id);
+		e->tasks = hw_pg_tasks_load_usable(model_id, e->snap, &e->ntasks, &e->unusable, &e->nunusable);
+		SPI_connect();
+		hw_become_owner(as_owner);
+		load_category_labels(e);
+		load_primary_keys(e);
+		if (e->ntasks > 0)
+		{
+			if (hw_training_tables(e->snap, e->tasks, e->ntasks, &e->col_emb, &e->ncols,
+								   &e->cat_emb, &e->ncat, &err) != HW_OK)
+				serving_core_error(e, task_ref, &err, "building the embedding tables", NULL,
+								   "Run rt_refresh(model); if that does not help, drop and create the task again.");
+			blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
+			hw_checkpoint_sampler_config(info, &e->scfg);
+			e->scfg.n_threads = 1;
+			if (e->scfg.batch_size < 1 || e->scfg.batch_size > 65535)
+				e->scfg.batch_size = 32;
+			e->sampler = hw_sampler_create(e->snap, e->tasks, e->ntasks, &e->scfg, &err);
+			if (e->sampler == NULL)
+				serving_core_error(e, task_ref, &err, "creating the sampler", NULL,
+								   "Run rt_refresh(model); if that does not help, drop and create the task again.");
+			/* one thread: many backends serve at once, and a single row is small */
+			e->be = hw_pg_backend_create("cpu", 1, NULL);
+			if (e->be == NULL)
+				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+								errmsg("could not create the CPU backend to serve task \"%s\"", task_ref),
+								errhint("The server may be out of memory; try again later.")));
+			e->model = hw_model_state_deserialize(blob, len, e->col_emb, e->ncols, e->cat_emb,
+												  (int32_t) e->ncat, e->be, &err);
+			pfree(blob);
+			if (e->model == NULL)
+			{
+				char *detail = psprintf("The checkpoint is %lld (step %d).", (long long) info->checkpoint_id, info->step);
+
+				serving_core_error(e, task_ref, &err, "loading its checkpoint", detail,
+								   "The stored checkpoint is damaged or does not fit the model: evaluate another "
+								   "one (rt_evaluate(task, checkpoint => ...)) or train again "
+								   "(options => '{\"restart\": true}' starts over).");
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		serving_free(s);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return s;
+}
+
+/* Puts a complete entry in the cache, evicting the least recently used one
+ * (freed when its last user is done). */
+static void
+serving_install(HwServing *s)
+{
+	int slot = -1;
+
+	for (int i = 0; i < HW_SERVING_CACHE_SIZE && slot < 0; i++)
+		if (cache[i] == NULL)
+			slot = i;
+	if (slot < 0)
+	{
+		slot = 0;
+		for (int i = 1; i < HW_SERVING_CACHE_SIZE; i++)
+			if (cache[i]->last_used < cache[slot]->last_used)
+				slot = i;
+		HwServing *old = cache[slot];
+
+		cache[slot] = NULL;
+		serving_unref(old);
+	}
+	s->refs = 1;
+	cache[slot] = s;
+}
+
+/* Drops cached entries of the model built from other model/task states. */
+static void
+serving_drop_stale(int32 model_id, const char *key)
+{
+	for (int i = 0; i < HW_SERVING_CACHE_SIZE; i++)
+		if (cache[i] && cache[i]->model_id == model_id && strcmp(cache[i]->key, key) != 0)
+		{
+			HwServing *old = cache[i];
+
+			cache[i] = NULL;
+			serving_unref(old);
+		}
 }
 
 HwServing *
@@ -109,94 +386,77 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 {
 	HwAsOwner   as_owner;
 	int32       model_id;
-	char       *task_name;
+	int32       task_id;
+	char       *model_name;
+	char       *key;
 	HwCheckpointInfo info = {0};
 	HwServing  *s = NULL;
-	int         slot = -1;
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	MemoryContextCallback *cb;
 
-	int32       task_id;
-
+	if (task_ref == NULL)
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("task must not be NULL"),
+						errhint("Pass the name given to rt_create_task.")));
+	if (checkpoint_id < -1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("checkpoint %lld of task \"%s\" is not a checkpoint id", (long long) checkpoint_id, task_ref),
+						errhint("Checkpoint ids are positive; NULL uses the best checkpoint.")));
+	/* the reference is released with the caller's context (allocated first,
+	 * so that nothing can fail between taking the reference and arming it) */
+	cb = MemoryContextAlloc(caller_cxt, sizeof(MemoryContextCallback));
 	hw_pg_task_lookup(task_ref, false, &model_id, &task_id);
 	hw_task_require_predict(model_id, task_id, task_ref);
-	task_name = pstrdup(task_ref);
 	SPI_connect();
 	hw_become_owner(&as_owner);
+	key = model_state_key(model_id, &model_name);
 	if (!hw_checkpoint_find(model_id, checkpoint_id, &info))
 	{
 		if (checkpoint_id >= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("checkpoint %lld does not exist for the model of task \"%s\"",
-							(long long) checkpoint_id, task_ref),
-					 errhint("SELECT * FROM headwater.checkpoint lists the checkpoints.")));
+			checkpoint_not_found(checkpoint_id, task_ref, model_name);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the model of task \"%s\" has not been trained yet", task_ref),
 				 errhint("Train it with rt_train(model, steps => ...).")));
 	}
-	char *key = snapshot_key(model_id);
 
+	serving_drop_stale(model_id, key);
 	for (int i = 0; i < HW_SERVING_CACHE_SIZE; i++)
-		if (cache[i] && cache[i]->model_id == model_id && cache[i]->checkpoint_id == info.checkpoint_id &&
-			strcmp(cache[i]->key, key) == 0)
+		if (cache[i] && cache[i]->model_id == model_id && cache[i]->checkpoint_id == info.checkpoint_id)
 			s = cache[i];
-
 	if (s == NULL)
 	{
-		HwError err = {0};
-		uint8  *blob;
-		size_t  len;
-
-		/* evict the least recently used slot */
-		for (int i = 0; i < HW_SERVING_CACHE_SIZE; i++)
-			if (slot < 0 || cache[i] == NULL || (cache[slot] && cache[i]->last_used < cache[slot]->last_used))
-				if (slot < 0 || cache[slot] != NULL)
-					slot = i;
-		serving_free(cache[slot]);
-		cache[slot] = NULL;
-
-		s = calloc(1, sizeof(HwServing));
-		if (s == NULL)
-			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory loading a model")));
-		cache[slot] = s;     /* from here on, a failure leaves a freeable entry */
-		s->model_id = model_id;
-		s->checkpoint_id = info.checkpoint_id;
-		strlcpy(s->key, key, sizeof(s->key));
-		/* the loaders connect to SPI themselves */
-		hw_restore_user(&as_owner);
-		SPI_finish();
-		s->snap = hw_pg_snapshot_load(model_id);
-		s->tasks = hw_pg_tasks_load_all(model_id, s->snap, NULL, &s->ntasks);
-		SPI_connect();
-		hw_become_owner(&as_owner);
-		load_category_labels(s);
-		if (hw_training_tables(s->snap, s->tasks, s->ntasks, &s->col_emb, &s->ncols,
-							   &s->cat_emb, &s->ncat, &err) != HW_OK)
-			hw_pg_raise_core_error(&err, "building the embedding tables");
-		blob = hw_checkpoint_load_state(info.checkpoint_id, &len);
-		hw_checkpoint_sampler_config(&info, &s->scfg);
-		s->scfg.n_threads = 1;
-		s->sampler = hw_sampler_create(s->snap, s->tasks, s->ntasks, &s->scfg, &err);
-		if (s->sampler == NULL)
-			hw_pg_raise_core_error(&err, "creating the sampler");
-		/* one thread: many backends serve at once, and a single row is small */
-		s->be = hw_pg_backend_create("cpu", 1, NULL);
-		s->model = hw_model_state_deserialize(blob, len, s->col_emb, s->ncols, s->cat_emb, (int32_t) s->ncat,
-											  s->be, &err);
-		pfree(blob);
-		if (s->model == NULL)
-			hw_pg_raise_core_error(&err, "loading the checkpoint");
+		s = serving_build(model_id, model_name, key, &info, task_ref, &as_owner);
+		serving_install(s);
 	}
 	s->last_used = ++cache_clock;
 
 	*task_index = -1;
 	for (int t = 0; t < s->ntasks; t++)
-		if (strcmp(s->tasks[t]->name, task_name) == 0)
+		if (s->tasks[t]->task_id == task_id)
 			*task_index = t;
 	if (*task_index < 0)
-		elog(ERROR, "task \"%s\" missing from its model's cache", task_name);
+	{
+		for (int u = 0; u < s->nunusable; u++)
+			if (s->unusable[u].task_id == task_id)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("task \"%s\" cannot be served: %s", task_ref, s->unusable[u].message),
+						 errhint("Drop the task with rt_drop_task and create it again; "
+								 "the other tasks of model \"%s\" are not affected.", s->model_name)));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" was dropped while its model was being loaded", task_ref),
+				 errhint("Create it with rt_create_task(model, '%s', ...).", task_ref)));
+	}
 	hw_restore_user(&as_owner);
 	SPI_finish();
+
+	/* the caller's reference */
+	s->refs++;
+	cb->func = serving_unref;
+	cb->arg = s;
+	MemoryContextRegisterResetCallback(caller_cxt, cb);
 	return s;
 }
 

@@ -1205,7 +1205,21 @@ typedef struct TaskList
 {
 	HwTask **tasks;
 	int      n;
+	bool     lenient;           /* tasks that no longer fit the snapshot go to bad[] */
+	HwPgUnusableTask *bad;      /* [nbad] malloc'd (lenient only) */
+	int      nbad;
 } TaskList;
+
+void
+hw_pg_unusable_free(HwPgUnusableTask *u, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		free(u[i].name);
+		free(u[i].message);
+	}
+	free(u);
+}
 
 static void
 free_task_list(void *arg)
@@ -1217,6 +1231,36 @@ free_task_list(void *arg)
 	free(l->tasks);
 	l->tasks = NULL;
 	l->n = 0;
+	hw_pg_unusable_free(l->bad, l->nbad);
+	l->bad = NULL;
+	l->nbad = 0;
+}
+
+/* The task just added to l (its last) no longer fits the snapshot: msg says
+ * why.  Strict: ERROR 55000.  Lenient: the task is freed and left out, and
+ * (task_id, name, msg) is recorded in l->bad. */
+static void
+task_unusable(TaskList *l, const char *msg)
+{
+	HwTask *t = l->tasks[l->n - 1];
+	HwPgUnusableTask *nb;
+
+	if (!l->lenient)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("%s", msg),
+						errhint("Drop the task with rt_drop_task and create it again.")));
+	nb = realloc(l->bad, sizeof(HwPgUnusableTask) * (l->nbad + 1));
+	if (nb == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	l->bad = nb;
+	nb[l->nbad].task_id = t->task_id;
+	nb[l->nbad].name = strdup(t->name);
+	nb[l->nbad].message = strdup(msg);
+	l->nbad++;
+	if (nb[l->nbad - 1].name == NULL || nb[l->nbad - 1].message == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	l->tasks[--l->n] = NULL;
+	hw_task_free(t);
 }
 
 /* Builds the tasks of rows of the query below into l (l->tasks malloc'd);
@@ -1267,10 +1311,11 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 		int at = snap ? snap_table(snap, anchor) : -1;
 
 		if (snap && at < 0)
-			ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-							errmsg("anchor table \"%s\" of task \"%s\" is no longer part of model \"%s\"",
-								   anchor, name, model_name_for_msgs),
-							errhint("Drop the task with rt_drop_task and create it again.")));
+		{
+			task_unusable(l, psprintf("anchor table \"%s\" of task \"%s\" is no longer part of model \"%s\"",
+									  anchor, name, model_name_for_msgs));
+			continue;
+		}
 		t->anchor_table = at;
 		if (t->kind == HW_TASK_CELL)
 		{
@@ -1279,10 +1324,8 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 			int c = snap_column(snap, at, target);
 
 			if (c < 0 || hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
-				ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-								errmsg("target column \"%s\" of task \"%s\" can no longer be predicted: %s",
-									   target, name, c < 0 ? "it is not part of the model" : err.msg),
-								errhint("Drop the task with rt_drop_task and create it again.")));
+				task_unusable(l, psprintf("target column \"%s\" of task \"%s\" can no longer be predicted: %s",
+										  target, name, c < 0 ? "it is not part of the model" : err.msg));
 			continue;           /* split options were set above, before the splits */
 		}
 		/* query task: categories, embeddings, seeds */
@@ -1386,13 +1429,26 @@ load_tasks(int32 model_id, const char *name, const HwSnapshot *snap, TaskList *l
 HwTask *
 hw_pg_task_load(int32 model_id, const char *task_name, const HwSnapshot *snap)
 {
-	TaskList l = {NULL, 0};
+	TaskList l = {NULL, 0, false, NULL, 0};
 	HwTask *t;
 
 	load_tasks(model_id, task_name, snap, &l);
 	t = l.tasks[0];
 	free(l.tasks);
 	return t;
+}
+
+HwTask **
+hw_pg_tasks_load_usable(int32 model_id, const HwSnapshot *snap, int *ntasks,
+						HwPgUnusableTask **unusable, int *nunusable)
+{
+	TaskList l = {NULL, 0, true, NULL, 0};
+
+	load_tasks(model_id, NULL, snap, &l);
+	*ntasks = l.n;
+	*unusable = l.bad;
+	*nunusable = l.nbad;
+	return l.tasks;
 }
 
 HwTask **
