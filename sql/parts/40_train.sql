@@ -95,6 +95,8 @@ AS 'MODULE_PATHNAME', 'rt_status' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_status(text) IS 'training jobs (of one model, or all), newest first; a job whose worker vanished is shown as failed';
 
 CREATE VIEW rt_training AS SELECT * FROM rt_status(NULL);
+-- readable by everyone, like rt_status itself (which decides what it shows)
+GRANT SELECT ON rt_training TO PUBLIC;
 
 -- The serialized training state of each checkpoint (parameters, optimiser
 -- moments, step, RNG, config), chunked; EXTERNAL: dense floats do not compress.
