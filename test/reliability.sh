@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test/reliability.sh: training survives kills, restarts and cancels.
+# test/reliability.sh: training survives kills, restarts and cancels; bad
+# options and concurrent calls are refused at call time.
 # Run by test/run_tests.sh against its throwaway cluster (PGHOST/PGPORT/PGUSER
 # set; HW_CLUSTER_DIR = the cluster's directory, for the restart test).
 # Prints TAP-like lines and exits non-zero if any check fails.
@@ -117,6 +118,55 @@ q "GRANT USAGE ON SCHEMA shop TO hw_noread" >/dev/null
 err=$(psql -X -qAt -U hw_noread -d "$db" -c "SELECT rt_train('shop', steps => 10, preset => 'tiny')" 2>&1)
 if echo "$err" | grep -qi "permission denied"; then ok "a role without SELECT cannot train"
 else not_ok "a role without SELECT cannot train" "$err"; fi
+
+# 6. An absurd option is refused by the call (22023, naming it) and never
+#    reaches a worker: threads 100000 used to crash the worker and make the
+#    postmaster restart every process.  A crash restart keeps the
+#    postmaster's PID but replaces its children (the checkpointer).
+wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30
+ckpt_before=$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+pm_before=$(q "SELECT pg_postmaster_start_time()")
+[ -n "${HW_CLUSTER_DIR:-}" ] && pm_pid_before=$(head -1 "$HW_CLUSTER_DIR/data/postmaster.pid")
+err=$(psql -X -qAt -v VERBOSITY=verbose -d "$db" \
+	-c "SELECT rt_train('shop', steps => 1, preset => 'tiny', options => '{\"threads\": 100000}')" 2>&1)
+if echo "$err" | grep -q '22023: invalid value for rt_train option "threads": 100000' && echo "$err" | grep -q 'HINT: .*0 to 1024'; then
+	ok "threads 100000: refused at call time (22023, the option, the value, the range)"
+else
+	not_ok "threads 100000: refused at call time (22023, the option, the value, the range)" "$err"
+fi
+sleep 1
+expect "threads 100000: no crash restart (postmaster and checkpointer unchanged)" \
+	$([ "$(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")" = "$ckpt_before" ] &&
+	  [ "$(q "SELECT pg_postmaster_start_time()")" = "$pm_before" ] &&
+	  { [ -z "${HW_CLUSTER_DIR:-}" ] || [ "$(head -1 "$HW_CLUSTER_DIR/data/postmaster.pid")" = "$pm_pid_before" ]; } &&
+	  echo 1 || echo 0) "checkpointer $ckpt_before -> $(q "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")"
+
+# 7. Three concurrent rt_train(wait => false) on one model: exactly one
+#    starts; the others get 55006 at call time, naming the running job, and
+#    no job fails.
+out=$(mktemp -d)
+last_job=$(q "SELECT coalesce(max(job_id), 0) FROM headwater.job")
+# connected first, then all three call at the same instant
+at=$(q "SELECT (clock_timestamp() + interval '1.5 s')::text")
+for i in 1 2 3; do
+	psql -X -qAt -v VERBOSITY=verbose -d "$db" \
+		-c "SELECT pg_sleep(greatest(0, extract(epoch FROM '$at'::timestamptz - clock_timestamp())))" \
+		-c "SELECT rt_train('shop', $long, wait => false)" >"$out/$i" 2>&1 &
+done
+wait
+running=$(q "SELECT string_agg(job_id::text, ',') FROM headwater.job WHERE job_id > $last_job")
+started=$(grep -l '"state": "running"' "$out"/? | wc -l)
+refused=$(grep -l "55006: model \"shop\" is already being trained by job $running\$" "$out"/? | wc -l)
+expect "concurrent rt_train: exactly one starts (job $running)" \
+	$([ "$started" -eq 1 ] && [[ $running =~ ^[0-9]+$ ]] && echo 1 || echo 0) "$(cat "$out"/?)"
+expect "concurrent rt_train: the other two get 55006 naming job $running" \
+	$([ "$refused" -eq 2 ] && grep -q "HINT:  Wait for it with rt_wait($running)" "$out"/? && echo 1 || echo 0) "$(cat "$out"/?)"
+check "concurrent rt_train: one worker trains and no job failed" \
+	"SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'headwater training') = 1
+	    AND NOT EXISTS (SELECT 1 FROM headwater.job WHERE job_id > $last_job AND state = 'failed')"
+rm -rf "$out"
+q "SELECT rt_cancel('shop')" >/dev/null
+wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30
 
 dropdb "$db" >/dev/null 2>&1
 q "DROP ROLE IF EXISTS hw_noread" >/dev/null 2>&1

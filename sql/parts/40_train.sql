@@ -21,6 +21,7 @@ CREATE TABLE headwater.job (
     val_metrics   jsonb,
     tokens_per_s  float8,
     checkpoint_id bigint,
+    lineage       bigint,                -- the run it trains (headwater.checkpoint.lineage), set when it starts training
     error         text,
     result        jsonb,
     started_at    timestamptz NOT NULL DEFAULT now(),
@@ -53,8 +54,12 @@ CREATE TABLE headwater.checkpoint (
     step             int NOT NULL,
     sampler_position bigint NOT NULL,     -- next train batch number
     val_metric       float8,              -- lower is better (val loss)
-    is_best          bool NOT NULL DEFAULT false,
+    is_best          bool NOT NULL DEFAULT false,   -- the best of its run
     config           jsonb NOT NULL,
+    -- the training run from scratch it belongs to: the id of the job that
+    -- started it.  Resuming follows the newest job's run (a restart starts a
+    -- new one); prediction uses the newest run that has checkpoints.
+    lineage          bigint NOT NULL,
     created_at       timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX checkpoint_model_idx ON headwater.checkpoint (model_id, step);
@@ -76,7 +81,7 @@ CREATE FUNCTION rt_train(model text,
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_train' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_train(text, int, text[], text, jsonb, text, bool) IS
-'train a model in a background worker; steps is the total (resumes from the last checkpoint); returns final metrics, or the job id when wait => false';
+'train a model in a background worker; steps is the total (resumes from the last checkpoint of the current run; options => ''{"restart": true}'' starts a new run); returns final metrics, or the job id when wait => false';
 
 CREATE FUNCTION rt_wait(job bigint) RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_wait' LANGUAGE C VOLATILE STRICT;
@@ -95,6 +100,8 @@ AS 'MODULE_PATHNAME', 'rt_status' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_status(text) IS 'training jobs (of one model, or all), newest first; a job whose worker vanished is shown as failed';
 
 CREATE VIEW rt_training AS SELECT * FROM rt_status(NULL);
+-- readable by everyone, like rt_status itself (which decides what it shows)
+GRANT SELECT ON rt_training TO PUBLIC;
 
 -- The serialized training state of each checkpoint (parameters, optimiser
 -- moments, step, RNG, config), chunked; EXTERNAL: dense floats do not compress.

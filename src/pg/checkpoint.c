@@ -6,7 +6,8 @@
  * config; versioned, checksummed) in headwater.checkpoint_state as 1 MB
  * bytea chunks (STORAGE EXTERNAL: the blob is already dense, compressing it
  * costs time for nothing).  Both are written in one transaction, so a crash
- * leaves either the whole checkpoint or none.
+ * leaves either the whole checkpoint or none.  Which checkpoint is resumed
+ * and which is served follows the runs ("lineage", hw_checkpoint.h).
  */
 #include "postgres.h"
 
@@ -17,15 +18,17 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/snapmgr.h"
 
 #include "hw_pg.h"
 #include "hw_checkpoint.h"
+#include "hw_train.h"
 
 #define CHUNK_BYTES (1024 * 1024)
 
 int64
-hw_checkpoint_save(int64 job_id, int32 model_id, HwModel *m, uint64 sampler_position,
+hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint64 sampler_position,
 				   double val, bool best, const HwSamplerConfig *scfg, const char *preset)
 {
 	HwError     err = {0};
@@ -39,32 +42,41 @@ hw_checkpoint_save(int64 job_id, int32 model_id, HwModel *m, uint64 sampler_posi
 	if (hw_model_state_serialize(m, &blob, &len, &err) != HW_OK)
 		hw_pg_raise_core_error(&err, "serializing the training state");
 
-	StartTransactionCommand();
+	hw_worker_start_transaction();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	hw_become_owner(&as_owner);
 	PG_TRY();
 	{
-		char *config = psprintf("{\"preset\": \"%s\", \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
+		StringInfoData preset_json;
+
+		initStringInfo(&preset_json);
+		escape_json(&preset_json, preset);
+		char *config = psprintf("{\"preset\": %s, \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
 								"\"batch_size\": %d, \"seq_len\": %d, \"max_rows\": %d, \"child_width\": %d, "
 								"\"seed\": %llu, \"lr\": %g, \"total_steps\": %d}",
-								preset, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
+								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
 								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
 								(unsigned long long) scfg->seed, mc->lr, mc->total_steps);
-		Oid     argtypes[7] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID};
-		Datum   values[7] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
+		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID, INT8OID};
+		Datum   values[8] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
 							 Int32GetDatum((int32) hw_model_step(m)), Int64GetDatum((int64) sampler_position),
-							 Float8GetDatum(val), BoolGetDatum(best), CStringGetTextDatum(config)};
-		char    nulls[7] = {' ', job_id > 0 ? ' ' : 'n', ' ', ' ', isnan(val) ? 'n' : ' ', ' ', ' '};
+							 Float8GetDatum(val), BoolGetDatum(best), CStringGetTextDatum(config),
+							 Int64GetDatum(lineage)};
+		char    nulls[8] = {' ', job_id > 0 ? ' ' : 'n', ' ', ' ', isnan(val) ? 'n' : ' ', ' ', ' ', ' '};
 
+		/* one best per run: a restarted run competes only with itself */
 		if (best &&
-			SPI_execute_with_args("UPDATE headwater.checkpoint SET is_best = false WHERE model_id = $1 AND is_best",
-								  1, argtypes, values, NULL, false, 0) < 0)
+			SPI_execute_with_args("UPDATE headwater.checkpoint SET is_best = false "
+								  "WHERE model_id = $1 AND lineage = $8 AND is_best",
+								  8, argtypes, values, nulls, false, 0) < 0)
 			elog(ERROR, "could not update headwater.checkpoint");
+		/* clock_timestamp: the worker's transactions all share one now() */
 		if (SPI_execute_with_args("INSERT INTO headwater.checkpoint (model_id, job_id, step, sampler_position, "
-								  "val_metric, is_best, config) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) "
+								  "val_metric, is_best, config, lineage, created_at) "
+								  "VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, clock_timestamp()) "
 								  "RETURNING checkpoint_id",
-								  7, argtypes, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING)
+								  8, argtypes, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert into headwater.checkpoint");
 		ckpt_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -88,7 +100,8 @@ hw_checkpoint_save(int64 job_id, int32 model_id, HwModel *m, uint64 sampler_posi
 		}
 		/* the job row points at its latest checkpoint */
 		if (job_id > 0)
-			SPI_execute_with_args("UPDATE headwater.job SET checkpoint_id = $2, updated_at = now() WHERE job_id = $1",
+			SPI_execute_with_args("UPDATE headwater.job SET checkpoint_id = $2, updated_at = clock_timestamp() "
+								  "WHERE job_id = $1",
 								  2, (Oid[]) {INT8OID, INT8OID},
 								  (Datum[]) {Int64GetDatum(job_id), Int64GetDatum(ckpt_id)}, NULL, false, 0);
 	}
@@ -104,8 +117,8 @@ hw_checkpoint_save(int64 job_id, int32 model_id, HwModel *m, uint64 sampler_posi
 	return ckpt_id;
 }
 
-static int
-json_int(const char *config, const char *key, int dflt)
+static int64
+json_int(const char *config, const char *key, int64 dflt)
 {
 	Oid     argtypes[2] = {TEXTOID, TEXTOID};
 	Datum   values[2] = {CStringGetTextDatum(config), CStringGetTextDatum(key)};
@@ -114,7 +127,7 @@ json_int(const char *config, const char *key, int dflt)
 	if (SPI_execute_with_args("SELECT $1::jsonb ->> $2", 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		return dflt;
 	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return v ? atoi(v) : dflt;
+	return v ? strtoll(v, NULL, 10) : dflt;
 }
 
 bool
@@ -126,14 +139,22 @@ hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 	const char *sql;
 
 	if (checkpoint_id >= 0)
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text FROM headwater.checkpoint "
+		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
 			  "WHERE model_id = $1 AND checkpoint_id = $2";
 	else if (checkpoint_id == -1)
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND $2 = $2 ORDER BY is_best DESC, step DESC, checkpoint_id DESC LIMIT 1";
+		/* serving: the newest run with a checkpoint, its best (else latest) */
+		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
+			  "WHERE model_id = $1 AND $2 = $2 AND lineage = "
+			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) "
+			  "ORDER BY is_best DESC, step DESC, checkpoint_id DESC LIMIT 1";
 	else
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND $2 = $2 ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
+		/* resume point: the latest of the run of the newest job that started
+		 * training (a restart with no checkpoint yet leaves nothing to resume) */
+		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
+			  "WHERE model_id = $1 AND $2 = $2 AND lineage = "
+			  "  (SELECT lineage FROM headwater.job WHERE model_id = $1 AND lineage IS NOT NULL "
+			  "   ORDER BY job_id DESC LIMIT 1) "
+			  "ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
 	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.checkpoint");
 	if (SPI_processed != 1)
@@ -144,19 +165,26 @@ hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 	info->step = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
 	info->sampler_position = (uint64) DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
 	char *config = SPI_getvalue(tup, td, 4);
+	info->lineage = DatumGetInt64(SPI_getbinval(tup, td, 5, &isnull));
 
-	info->batch_size = json_int(config, "batch_size", 32);
-	info->seq_len = json_int(config, "seq_len", 1024);
-	info->max_rows = json_int(config, "max_rows", 200);
-	info->child_width = json_int(config, "child_width", 16);
+	info->batch_size = (int32) json_int(config, "batch_size", 32);
+	info->seq_len = (int32) json_int(config, "seq_len", 1024);
+	info->max_rows = (int32) json_int(config, "max_rows", 200);
+	info->child_width = (int32) json_int(config, "child_width", 16);
 	info->seed = (uint64) json_int(config, "seed", 0);
 
-	/* best val loss so far (for "is this checkpoint the best" decisions) */
-	if (SPI_execute_with_args("SELECT min(val_metric) FROM headwater.checkpoint WHERE model_id = $1",
-							  1, argtypes, values, NULL, false, 1) == SPI_OK_SELECT)
+	/* best val loss so far in its run (for "is this checkpoint the best") */
 	{
-		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		info->best_val = isnull ? INFINITY : DatumGetFloat8(d);
+		Oid     bargtypes[2] = {INT4OID, INT8OID};
+		Datum   bvalues[2] = {Int32GetDatum(model_id), Int64GetDatum(info->lineage)};
+
+		if (SPI_execute_with_args("SELECT min(val_metric) FROM headwater.checkpoint "
+								  "WHERE model_id = $1 AND lineage = $2",
+								  2, bargtypes, bvalues, NULL, false, 1) == SPI_OK_SELECT)
+		{
+			Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			info->best_val = isnull ? INFINITY : DatumGetFloat8(d);
+		}
 	}
 	return true;
 }

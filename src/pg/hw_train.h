@@ -19,8 +19,18 @@
 #include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/spin.h"
+#include "utils/jsonb.h"
+
+#include "model.h"
+#include "sampler.h"
 
 #define HW_JOB_REQUEST_MAX 8192
+
+/* Advisory-lock classes (pg_locks.classid; objid = model id, objsubid = 2):
+ * the training lock, held (session-level) by the worker training model X;
+ * the launch lock, held (transaction-level) by a backend starting one. */
+#define HW_TRAIN_LOCK_CLASS  0x6877   /* 'hw' */
+#define HW_LAUNCH_LOCK_CLASS 0x6878
 
 typedef enum HwJobPhase
 {
@@ -57,6 +67,47 @@ typedef struct HwJobShared
 	char        message[1024];                /* last status line / error */
 } HwJobShared;
 
+/* Limits of rt_train's arguments (train_options.c; docs/user_guide.md). */
+#define HW_TRAIN_MAX_STEPS   1000000000
+#define HW_TRAIN_MAX_TOKENS  1048576      /* batch_size * seq_len */
+
+/* The validated settings of one training job, from rt_train's arguments and
+ * options: the calling backend parses them to reject bad values at call
+ * time, the worker parses the same request again before using it. */
+typedef struct HwTrainSettings
+{
+	int32       steps;              /* total optimiser steps */
+	char        preset[16];         /* tiny | small | base ('auto' resolved) */
+	char        device[16];         /* auto | cpu | cuda */
+	bool        restart;
+	int32       log_every;
+	int32       val_every;
+	int32       val_batches;
+	int32       checkpoint_every;
+	int32       threads;            /* as asked; 0 = every CPU (the worker clamps) */
+	double      progress_seconds;
+	HwModelConfig   mcfg;           /* preset + overrides, validated */
+	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
+} HwTrainSettings;
+
+/* train_options.c.  Validates steps, preset, device and options (a JSON
+ * object, or NULL) and fills st; any bad value is ERROR 22023 naming the
+ * argument or option, the value, and (in the hint) the valid range.  Task
+ * names in task_weights are checked by the caller, against the model. */
+void   hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset,
+							   const char *device, JsonbContainer *options);
+/* ERROR 22023 when the model these settings create (with ncols columns and
+ * ncat categories; 1 and 0 for a lower bound) needs more memory than the
+ * server has (physical memory or the cgroup limit, whichever is lower). */
+void   hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat);
+/* threads clamped to the server's online CPUs (0 stays 0: all of them). */
+int    hw_train_clamp_threads(int threads);
+/* options.task_weights[task] (validated: 0..1e6), or dflt when absent. */
+double hw_train_task_weight(JsonbContainer *options, const char *task, double dflt);
+/* The options object of a parsed request ({model, tasks, preset, device,
+ * options}), or NULL. */
+JsonbContainer *hw_train_request_options(Jsonb *request);
+
 /* train_worker.c */
 PGDLLEXPORT void hw_train_worker_main(Datum main_arg);
 
@@ -72,5 +123,8 @@ bool hw_job_should_stop(HwJobShared *job, bool *terminated);
 /* Runs SQL with SPI in its own committed transaction, as the extension owner
  * (headwater's tables are not writable by the training role). */
 void hw_job_exec_committed(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls);
+/* StartTransactionCommand for the worker, whose statement clock never moves
+ * on its own (no client messages): now() in the transaction is its start. */
+void hw_worker_start_transaction(void);
 
 #endif

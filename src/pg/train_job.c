@@ -2,12 +2,27 @@
  * train_job.c: the caller side of training: rt_train, rt_wait, rt_cancel,
  * rt_status.
  *
- * rt_train validates its arguments, checks that no other job trains the
- * model, creates the job's shared memory segment (hw_train.h), starts a
- * dynamic background worker connected to the same database as the calling
- * role, and by default waits for it, relaying progress as NOTICEs.  If the
- * wait is cancelled (Ctrl-C, pg_cancel_backend, statement_timeout) the worker
- * is asked to write a checkpoint and stop, and the error says so.
+ * rt_train validates its arguments and options (train_options.c), checks
+ * that no other job trains the model, creates the job's shared memory
+ * segment (hw_train.h), starts a dynamic background worker connected to the
+ * same database as the calling role, and by default waits for it, relaying
+ * progress as NOTICEs.  If the wait is cancelled (Ctrl-C, pg_cancel_backend,
+ * statement_timeout) the worker is asked to write a checkpoint and stop, and
+ * the error says so.
+ *
+ * One job per model, race-free: the worker holds the model's training lock
+ * (a session advisory lock) while it trains.  A caller takes the model's
+ * launch lock (a transaction advisory lock, so an error releases it), and
+ * under it checks the training lock, starts the worker and waits until the
+ * worker holds the training lock and has committed its job row; only then
+ * does it release the launch lock.  A concurrent caller therefore waits for
+ * at most one worker start-up and then sees the training lock held: it gets
+ * 55006 (object_in_use) at call time, naming the running job.  (The caller
+ * cannot insert the job row itself: with wait => true its transaction stays
+ * open, so the row would be invisible to the worker until training ends.)
+ *
+ * Names in hints that suggest SQL are quoted with quote_literal_cstr; no
+ * value is ever formatted into SQL text (SPI parameters only).
  */
 #include "postgres.h"
 
@@ -29,63 +44,17 @@
 #include <math.h>
 #include "utils/timestamp.h"
 
+#include "utils/snapmgr.h"
+
 #include "hw_pg.h"
+#include "hw_checkpoint.h"
 #include "hw_train.h"
 
-/* advisory-lock class for "a worker trains model X" (pg_locks.classid) */
-#define HW_TRAIN_LOCK_CLASS 0x6877   /* 'hw' */
-
-static const char *const known_option_keys[] = {
-	"restart", "checkpoint_every", "val_every", "val_batches", "log_every",
-	"lr", "warmup_steps", "weight_decay", "batch_size", "seq_len", "seed",
-	"split_seed", "threads", "task_weights", "d_model", "n_layers", "n_heads",
-	"full_attention", "max_rows", "child_width", "progress_seconds", NULL
-};
-
-static void
-check_option_keys(Jsonb *options)
-{
-	JsonbIterator *it;
-	JsonbValue  v;
-	JsonbIteratorToken tok;
-	int         depth = 0;
-
-	if (options == NULL)
-		return;
-	if (!JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rt_train options must be a JSON object"),
-				 errhint("For example: options => '{\"checkpoint_every\": 100}'")));
-	it = JsonbIteratorInit(&options->root);
-	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
-	{
-		if (tok == WJB_BEGIN_OBJECT || tok == WJB_BEGIN_ARRAY)
-			depth++;
-		else if (tok == WJB_END_OBJECT || tok == WJB_END_ARRAY)
-			depth--;
-		else if (tok == WJB_KEY && depth == 1)
-		{
-			char   *key = pnstrdup(v.val.string.val, v.val.string.len);
-			bool    ok = false;
-			StringInfoData known;
-
-			for (int i = 0; known_option_keys[i]; i++)
-				ok |= strcmp(key, known_option_keys[i]) == 0;
-			if (ok)
-				continue;
-			initStringInfo(&known);
-			for (int i = 0; known_option_keys[i]; i++)
-				appendStringInfo(&known, "%s%s", i ? ", " : "", known_option_keys[i]);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown rt_train option \"%s\"", key),
-					 errhint("Valid options are: %s.", known.data)));
-		}
-	}
-}
-
-/* Name of the model with this id (for messages); caller is in SPI. */
+/*
+ * The job of the worker holding the model's training lock, read with the
+ * latest snapshot (whatever this transaction's isolation level), so a job
+ * committed by a worker a moment ago is seen; -1 if none.  Caller in SPI.
+ */
 static int64
 running_job_of_model(int32 model_id)
 {
@@ -94,11 +63,13 @@ running_job_of_model(int32 model_id)
 	int64   job = -1;
 	bool    isnull;
 
+	PushActiveSnapshot(GetLatestSnapshot());
 	if (SPI_execute_with_args("SELECT job_id FROM headwater.job WHERE model_id = $1 "
 							  "AND state IN ('starting','running') ORDER BY job_id DESC LIMIT 1",
 							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 		job = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	PopActiveSnapshot();
 	return job;
 }
 
@@ -310,10 +281,11 @@ validate_tasks(int32 model_id, ArrayType *tasks_arr, const char *model_name)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("model \"%s\" has no tasks to train on", model_name),
-				 errhint("Create one with rt_create_task('%s', 'task_name', query => ...).", model_name)));
+				 errhint("Create one with rt_create_task(%s, 'task_name', query => ...).",
+						 quote_literal_cstr(model_name))));
 	if (tasks_arr == NULL)
 		return;
-	if (SPI_execute_with_args("SELECT t FROM unnest($2) AS t WHERE t IS NULL OR NOT EXISTS "
+	if (SPI_execute_with_args("SELECT t FROM unnest($2) AS t WHERE NOT EXISTS "
 							  "(SELECT 1 FROM headwater.task k WHERE k.model_id = $1 AND k.name = t)",
 							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.task");
@@ -322,9 +294,91 @@ validate_tasks(int32 model_id, ArrayType *tasks_arr, const char *model_name)
 		char *t = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task \"%s\" does not exist in model \"%s\"", t ? t : "(null)", model_name),
-				 errhint("rt_tasks('%s') lists the model's tasks.", model_name)));
+				 errmsg("task \"%s\" does not exist in model \"%s\"", t, model_name),
+				 errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(model_name))));
 	}
+}
+
+/* The tasks argument, before any lookup: no NULL element, not empty. */
+static void
+check_tasks_array(ArrayType *tasks_arr)
+{
+	if (tasks_arr == NULL)
+		return;
+	if (array_contains_nulls(tasks_arr))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tasks must not contain NULL"),
+				 errhint("tasks => ARRAY['task', ...] names tasks of the model; leave it NULL to train all of them.")));
+	if (ArrayGetNItems(ARR_NDIM(tasks_arr), ARR_DIMS(tasks_arr)) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tasks must name at least one task"),
+				 errhint("tasks => ARRAY['task', ...] names tasks of the model; leave it NULL to train all of them.")));
+}
+
+/*
+ * options.task_weights names tasks this call trains, and leaves at least
+ * one of them a positive weight (its values were checked by
+ * hw_train_settings_parse).  Caller in SPI, as owner.
+ */
+static void
+check_task_weights(int32 model_id, ArrayType *tasks_arr, Jsonb *options, const char *model_name)
+{
+	Oid         argtypes[3] = {INT4OID, TEXTOID, TEXTARRAYOID};
+	Datum       values[3];
+	char        nulls[3] = {' ', ' ', tasks_arr ? ' ' : 'n'};
+	JsonbValue *tw;
+	JsonbIterator *it;
+	JsonbValue  k;
+	JsonbIteratorToken tok;
+	double      total = 0;
+	bool        isnull;
+
+	if (options == NULL ||
+		(tw = getKeyJsonValueFromContainer(&options->root, "task_weights", strlen("task_weights"), NULL)) == NULL)
+		return;
+	values[0] = Int32GetDatum(model_id);
+	values[2] = tasks_arr ? PointerGetDatum(tasks_arr) : (Datum) 0;
+	it = JsonbIteratorInit(tw->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+	{
+		char   *name;
+
+		if (tok != WJB_KEY)
+			continue;
+		name = pnstrdup(k.val.string.val, k.val.string.len);
+		values[1] = CStringGetTextDatum(name);
+		if (SPI_execute_with_args("SELECT EXISTS (SELECT 1 FROM headwater.task WHERE model_id = $1 AND name = $2), "
+								  "$3 IS NULL OR $2 = ANY ($3)",
+								  3, argtypes, values, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not read headwater.task");
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for rt_train option \"task_weights\": task \"%s\" does not exist in model \"%s\"",
+							name, model_name),
+					 errhint("task_weights maps task names to weights; rt_tasks(%s) lists the model's tasks.",
+							 quote_literal_cstr(model_name))));
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for rt_train option \"task_weights\": task \"%s\" is not in tasks", name),
+					 errhint("task_weights may only name the tasks being trained: add \"%s\" to tasks => ... or drop it from task_weights.",
+							 name)));
+	}
+	if (SPI_execute_with_args("SELECT name FROM headwater.task WHERE model_id = $1 AND ($3 IS NULL OR name = ANY ($3))",
+							  3, argtypes, (Datum[]) {values[0], (Datum) 0, values[2]}, (char[]) {' ', 'n', nulls[2]},
+							  true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.task");
+	for (uint64 i = 0; i < SPI_processed; i++)
+		total += hw_train_task_weight(&options->root,
+									  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), 1.0);
+	if (!(total > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for rt_train option \"task_weights\": every task being trained has weight 0"),
+				 errhint("Give at least one task a weight above 0 (a task not named weighs 1).")));
 }
 
 /* A role that cannot read every source table of the model cannot train it. */
@@ -349,18 +403,19 @@ check_source_privileges(int32 model_id, const char *model_name, Oid role)
 				 errhint("Training reads the model's source tables as the calling role; GRANT SELECT on them.")));
 }
 
-/* options.progress_seconds: how often progress NOTICEs are relayed (default 2 s). */
-static int
-progress_ms_option(Jsonb *options)
+/* The result of a call that has nothing to train (steps = the resume point). */
+static Jsonb *
+up_to_date_result(const HwCheckpointInfo *at)
 {
-	JsonbValue *v;
+	Oid     argtypes[2] = {INT4OID, INT8OID};
+	Datum   values[2] = {Int32GetDatum(at->step), Int64GetDatum(at->checkpoint_id)};
+	bool    isnull;
 
-	if (options == NULL)
-		return 2000;
-	v = getKeyJsonValueFromContainer(&options->root, "progress_seconds", strlen("progress_seconds"), NULL);
-	if (v == NULL || v->type != jbvNumeric)
-		return 2000;
-	return (int) (DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric))) * 1000);
+	if (SPI_execute_with_args("SELECT jsonb_build_object('job_id', NULL, 'state', 'up_to_date', 'steps_done', $1, "
+							  "'steps_target', $1, 'resumed_from', $1, 'checkpoint_id', $2)",
+							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not build result");
+	return DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 PG_FUNCTION_INFO_V1(rt_train);
@@ -377,23 +432,15 @@ rt_train(PG_FUNCTION_ARGS)
 	Jsonb      *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 	char       *device = PG_ARGISNULL(5) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	bool        wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
+	HwTrainSettings settings;
 
-	if (steps <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("steps must be positive, got %d", steps),
-				 errhint("steps is the total number of optimiser steps; training resumes from the last checkpoint.")));
-	if (strcmp(preset, "auto") && strcmp(preset, "tiny") && strcmp(preset, "small") && strcmp(preset, "base"))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown preset \"%s\"", preset),
-				 errhint("Use 'auto', 'tiny', 'small' or 'base'.")));
-	if (strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "cuda"))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown device \"%s\"", device),
-				 errhint("Use 'auto', 'cpu' or 'cuda'.")));
-	check_option_keys(options);
+	/* every argument and option, here and now (the worker checks again) */
+	hw_train_settings_parse(&settings, steps, preset, device, options ? &options->root : NULL);
+	/* a lower bound (the real tables only add to it); the worker checks the
+	 * exact figure on the CPU.  A GPU's memory is the CUDA backend's concern. */
+	if (strcmp(settings.device, "cuda") != 0)
+		hw_train_check_memory(&settings, 1, 0);
+	check_tasks_array(tasks);
 
 	int32 model_id = hw_pg_model_id(model_name, false);
 	Oid   caller = GetUserId();
@@ -404,18 +451,57 @@ rt_train(PG_FUNCTION_ARGS)
 	 * tables' privileges are checked for the calling role explicitly */
 	hw_become_owner(&as_owner);
 	validate_tasks(model_id, tasks, model_name);
+	check_task_weights(model_id, tasks, options, model_name);
 	check_source_privileges(model_id, model_name, caller);
+
+	/* One launch at a time per model (file comment); held until our worker
+	 * holds the training lock, released at once by an error. */
+	LOCKTAG     launch_tag;
+
+	SET_LOCKTAG_ADVISORY(launch_tag, MyDatabaseId, HW_LAUNCH_LOCK_CLASS, (uint32) model_id, 2);
+	(void) LockAcquire(&launch_tag, ExclusiveLock, false, false);
 
 	if (model_lock_held(model_id))
 	{
 		int64 other = running_job_of_model(model_id);
+
+		if (other < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("model \"%s\" is already being trained by another job", model_name),
+					 errhint("rt_status(%s) shows its jobs; rt_cancel(%s) stops the running one.",
+							 quote_literal_cstr(model_name), quote_literal_cstr(model_name))));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("model \"%s\" is already being trained by job %lld", model_name, (long long) other),
-				 errhint("Wait for it with rt_wait(%lld) or stop it with rt_cancel('%s').",
-						 (long long) other, model_name)));
+				 errhint("Wait for it with rt_wait(%lld) or stop it with rt_cancel(%s).",
+						 (long long) other, quote_literal_cstr(model_name))));
 	}
 	fail_stale_jobs(model_id);
+
+	/* steps is a total: nothing to do at the resume point, an error below it */
+	HwCheckpointInfo at = {0};
+
+	if (!settings.restart && hw_checkpoint_find(model_id, -2, &at) && steps <= at.step)
+	{
+		if (steps < at.step)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("model \"%s\" is already trained to step %d, beyond steps => %d",
+							model_name, at.step, steps),
+					 errhint("steps is the total number of steps, not the number to add: pass steps => more than %d "
+							 "to train further, or options => '{\"restart\": true}' to start over.", at.step)));
+		ereport(NOTICE,
+				(errmsg("model \"%s\" is already trained to step %d; nothing was trained", model_name, at.step),
+				 errhint("steps is the total number of steps, not the number to add: pass steps => more than %d "
+						 "to train further, or options => '{\"restart\": true}' to start over.", at.step)));
+		Jsonb *res = up_to_date_result(&at);
+
+		LockRelease(&launch_tag, ExclusiveLock, false);
+		hw_restore_user(&as_owner);
+		SPI_finish();
+		PG_RETURN_JSONB_P(res);
+	}
 
 	if (SPI_execute("SELECT nextval('headwater.job_job_id_seq')", false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not allocate a job id");
@@ -488,10 +574,11 @@ rt_train(PG_FUNCTION_ARGS)
 				 errmsg("the training worker for model \"%s\" did not start", model_name),
 				 errhint("Check the server log.")));
 
-	/* Do not return (and detach the segment) before the worker has attached. */
+	/* Do not return (and detach the segment), nor let the next caller in,
+	 * before the worker holds the training lock and has recorded the job. */
+	int phase;
 	for (;;)
 	{
-		int phase;
 		SpinLockAcquire(&job->mutex);
 		phase = job->phase;
 		SpinLockRelease(&job->mutex);
@@ -503,23 +590,34 @@ rt_train(PG_FUNCTION_ARGS)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	LockRelease(&launch_tag, ExclusiveLock, false);
 
 	Jsonb *result;
+	int    progress_ms = (int) (settings.progress_seconds * 1000);
+
 	if (wait)
-		on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
-	if (!wait)
 	{
-		if (SPI_execute(psprintf("SELECT jsonb_build_object('job_id', %lld, 'state', 'running', "
-								 "'hint', 'follow it with rt_status(''%s'') or rt_wait(%lld)')",
-								 (long long) job_id, model_name, (long long) job_id), true, 1) != SPI_OK_SELECT)
+		on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
+		result = wait_for_job(job, handle, progress_ms);
+		/* the worker keeps its own mapping; ours ends here (not at commit) */
+		cancel_on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
+	}
+	else if (phase != HW_PHASE_RUNNING)
+		/* the worker stopped already: its outcome (an error, usually) */
+		result = wait_for_job(job, handle, progress_ms);
+	else
+	{
+		Oid     argtypes[2] = {INT8OID, TEXTOID};
+		Datum   values[2];
+
+		values[0] = Int64GetDatum(job_id);
+		values[1] = CStringGetTextDatum(psprintf("follow it with rt_status(%s) or rt_wait(%lld)",
+												 quote_literal_cstr(model_name), (long long) job_id));
+		if (SPI_execute_with_args("SELECT jsonb_build_object('job_id', $1, 'state', 'running', 'hint', $2)",
+								  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not build result");
 		result = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	else
-		result = wait_for_job(job, handle, progress_ms_option(options));
-	/* the worker keeps its own mapping; ours ends here (not at commit) */
-	if (wait)
-		cancel_on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
 	dsm_detach(seg);
 	hw_restore_user(&as_owner);
 	SPI_finish();
@@ -599,7 +697,7 @@ rt_cancel(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("model \"%s\" has no running training job", model_name),
-				 errhint("rt_status('%s') shows its jobs.", model_name)));
+				 errhint("rt_status(%s) shows its jobs.", quote_literal_cstr(model_name))));
 	pg_atomic_write_u32(&((HwJobShared *) dsm_segment_address(seg))->cancel_requested, 1);
 	dsm_detach(seg);
 	ereport(NOTICE,

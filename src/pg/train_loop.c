@@ -4,8 +4,9 @@
  * Loads the snapshot and ALL tasks of the model once (in task_id order, so
  * the column / category layout is the same for training and prediction;
  * tasks not selected get weight 0), builds the sampler and the model (or
- * resumes it from the latest checkpoint: parameters, moments, step, RNG and
- * the sampler position, so resume equals straight-through), then steps:
+ * resumes it from the latest checkpoint of the model's current run,
+ * hw_checkpoint.h: parameters, moments, step, RNG and the sampler position,
+ * so resume equals straight-through), then steps:
  *   train batch k (prefetched on a producer thread) -> train step ->
  *   progress (shared memory, every step) -> log row (every log_every) ->
  *   validation (every val_every) -> checkpoint (every checkpoint_every,
@@ -23,6 +24,8 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -40,16 +43,8 @@
 typedef struct TrainSettings
 {
 	char        model_name[NAMEDATALEN];
-	char        preset[16];
-	char        device[16];
-	bool        restart;
-	int         log_every;
-	int         val_every;
-	int         val_batches;
-	int         checkpoint_every;
-	int         threads;
-	HwModelConfig     mcfg;
-	HwSamplerConfig   scfg;
+	HwTrainSettings s;            /* validated again here (train_options.c) */
+	int         threads;          /* s.threads clamped to the server's CPUs */
 	double     *task_weights;     /* [ntasks] */
 } TrainSettings;
 
@@ -61,36 +56,6 @@ now_seconds(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* One scalar of the request (jsonb text) by path, as text; NULL if absent. */
-static char *
-request_get(const char *request, const char *path)
-{
-	Oid     argtypes[2] = {TEXTOID, TEXTOID};
-	Datum   values[2] = {CStringGetTextDatum(request), CStringGetTextDatum(path)};
-
-	if (SPI_execute_with_args("SELECT $1::jsonb #>> $2::text[]", 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the training request");
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-static int
-request_int(const char *request, const char *key, int dflt, int minv)
-{
-	char   *v = request_get(request, psprintf("{options,%s}", key));
-	char   *end;
-	long    x;
-
-	if (v == NULL)
-		return dflt;
-	x = strtol(v, &end, 10);
-	if (*end != '\0' || x < minv || x > INT32_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("option \"%s\" must be an integer >= %d, got \"%s\"", key, minv, v),
-				 errhint("Fix the options argument of rt_train.")));
-	return (int) x;
-}
-
 static void
 check_core(int rc, const HwError *err, const char *what)
 {
@@ -98,75 +63,69 @@ check_core(int rc, const HwError *err, const char *what)
 		hw_pg_raise_core_error(err, what);
 }
 
-/* Reads the request into settings; caller in a transaction with SPI. */
+/* A string member of the request, or dflt. */
+static const char *
+request_string(Jsonb *req, const char *key, const char *dflt)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&req->root, key, strlen(key), NULL);
+
+	if (v == NULL || v->type != jbvString)
+		return dflt;
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* Whether the request trains this task (its "tasks" array names it, or it
+ * has none: every task). */
+static bool
+request_trains_task(Jsonb *req, const char *task)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&req->root, "tasks", strlen("tasks"), NULL);
+	JsonbValue  name;
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return true;
+	name.type = jbvString;
+	name.val.string.val = (char *) task;
+	name.val.string.len = strlen(task);
+	return findJsonbValueFromContainer(v->val.binary.data, JB_FARRAY, &name) != NULL;
+}
+
+/*
+ * Reads the request (the jsonb text rt_train put in shared memory) into
+ * settings, checking every value again: the worker trusts nothing it did not
+ * check itself, so no value can crash it.  Caller in a transaction.
+ */
 static void
 read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 {
-	const char *req = job->request;
-	HwError     err = {0};
-	char       *v;
+	Jsonb      *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
+	JsonbContainer *options = hw_train_request_options(req);
+	double      total = 0;
 
-	strlcpy(st->model_name, request_get(req, "{model}"), sizeof(st->model_name));
-	strlcpy(st->preset, request_get(req, "{preset}"), sizeof(st->preset));
-	strlcpy(st->device, request_get(req, "{device}"), sizeof(st->device));
-	v = request_get(req, "{options,restart}");
-	st->restart = v != NULL && strcmp(v, "true") == 0;
-
-	/* On the CPU the default is the small preset (MODEL.md section 7). */
-	if (strcmp(st->preset, "auto") == 0)
-		strlcpy(st->preset, "small", sizeof(st->preset));
-	check_core(hw_model_config_preset(&st->mcfg, st->preset, &err), &err, "preset");
-	st->mcfg.total_steps = job->steps_target;
-	st->mcfg.warmup_steps = Min(st->mcfg.warmup_steps, Max(1, job->steps_target / 10));
-
-	static const char *const float_keys[] = {"lr", "weight_decay", NULL};
-	for (int i = 0; float_keys[i]; i++)
-		if ((v = request_get(req, psprintf("{options,%s}", float_keys[i]))) != NULL)
-			check_core(hw_model_config_set(&st->mcfg, float_keys[i], strtod(v, NULL), &err), &err, "options");
-	static const char *const int_keys[] = {"warmup_steps", "batch_size", "seq_len", "seed", "d_model",
-										   "n_layers", "n_heads", "full_attention", NULL};
-	for (int i = 0; int_keys[i]; i++)
-		if ((v = request_get(req, psprintf("{options,%s}", int_keys[i]))) != NULL)
-			check_core(hw_model_config_set(&st->mcfg, int_keys[i], (double) request_int(req, int_keys[i], 0, 0), &err),
-					   &err, "options");
-	check_core(hw_model_config_finish(&st->mcfg, &err), &err, "model configuration");
-
-	st->log_every = request_int(req, "log_every", 10, 1);
-	st->val_every = request_int(req, "val_every", Max(10, Min(200, job->steps_target / 10)), 1);
-	st->val_batches = request_int(req, "val_batches", 4, 1);
-	st->checkpoint_every = request_int(req, "checkpoint_every", Max(10, Min(500, job->steps_target / 5)), 1);
-	st->threads = request_int(req, "threads", 0, 0);
-
-	hw_sampler_config_default(&st->scfg);
-	st->scfg.batch_size = st->mcfg.batch_size;
-	st->scfg.seq_len = st->mcfg.seq_len;
-	st->scfg.seed = st->mcfg.seed;
-	st->scfg.max_rows = request_int(req, "max_rows", st->scfg.max_rows, 1);
-	st->scfg.bfs_child_width = request_int(req, "child_width", st->scfg.bfs_child_width, 1);
-	st->scfg.n_threads = st->threads;
+	strlcpy(st->model_name, request_string(req, "model", "?"), sizeof(st->model_name));
+	hw_train_settings_parse(&st->s, job->steps_target, request_string(req, "preset", "auto"),
+							request_string(req, "device", "auto"), options);
+	st->threads = hw_train_clamp_threads(st->s.threads);
+	if (st->threads != st->s.threads)
+		ereport(LOG, (errmsg("headwater: training job %lld uses %d threads (asked for %d; the server has %d CPUs)",
+							 (long long) job->job_id, st->threads, st->s.threads, st->threads)));
+	st->s.scfg.n_threads = st->threads;
 
 	/* Selected tasks train with weight 1 (or options.task_weights), others 0. */
-	/* outlives SPI (whose memory SPI_finish frees): the worker's top context */
+	/* outlives the transaction (and SPI): the worker's top context */
 	st->task_weights = MemoryContextAllocZero(TopMemoryContext, sizeof(double) * Max(1, ntasks));
 	for (int t = 0; t < ntasks; t++)
 	{
-		char *sel = request_get(req, "{tasks}");
-		bool  chosen = sel == NULL;
-
-		if (!chosen)
-		{
-			Oid     argtypes[2] = {TEXTOID, TEXTOID};
-			Datum   values[2] = {CStringGetTextDatum(req), CStringGetTextDatum(tasks[t]->name)};
-			SPI_execute_with_args("SELECT ($1::jsonb -> 'tasks') ? $2", 2, argtypes, values, NULL, true, 1);
-			chosen = strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0;
-		}
-		if (chosen)
-		{
-			char *w = request_get(req, psprintf("{options,task_weights,%s}", tasks[t]->name));
-			st->task_weights[t] = w ? strtod(w, NULL) : 1.0;
-		}
+		if (request_trains_task(req, tasks[t]->name))
+			st->task_weights[t] = hw_train_task_weight(options, tasks[t]->name, 1.0);
+		total += st->task_weights[t];
 	}
-	st->scfg.task_weights = st->task_weights;
+	if (!(total > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("no task of model \"%s\" is trained with a positive weight", st->model_name),
+				 errhint("Name existing tasks in tasks => ... and give at least one a weight above 0 in task_weights.")));
+	st->s.scfg.task_weights = st->task_weights;
 }
 
 /* Validation: mean loss over val_batches batches 0..n-1 of the val split
@@ -207,7 +166,7 @@ log_row(HwJobShared *job, int step, const char *split, double loss, double lr, d
 	hw_job_exec_committed(
 		"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, loss, lr, grad_norm, tokens_per_s) "
 		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)) "
-		"UPDATE headwater.job SET step = $3, updated_at = now(), tokens_per_s = $8, "
+		"UPDATE headwater.job SET step = $3, updated_at = clock_timestamp(), tokens_per_s = $8, "
 		"loss = CASE WHEN $4 = 'train' THEN $5 ELSE loss END, "
 		"val_metrics = CASE WHEN $4 = 'val' THEN jsonb_build_object('val_loss', $5) ELSE val_metrics END "
 		"WHERE job_id = $1",
@@ -230,15 +189,16 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	memset(&st, 0, sizeof(st));
 
 	/* ---- load everything once, in one transaction ---- */
-	StartTransactionCommand();
+	hw_worker_start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	snap = hw_pg_snapshot_load(job->model_id);
 	tasks = hw_pg_tasks_load_all(job->model_id, snap, NULL, &ntasks);
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	read_settings(job, &st, tasks, ntasks);
-	if (!st.restart)
+	if (!st.s.restart)
 	{
+		/* the latest checkpoint of the current run (hw_checkpoint.h) */
 		uint8 *b = hw_checkpoint_load_latest(job->model_id, &resume, &state_len);
 
 		/* the transaction's memory goes at commit; keep the blob */
@@ -259,10 +219,10 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	uint32_t    ncat;
 	check_core(hw_training_tables(snap, tasks, ntasks, &col_emb, &ncols, &cat_emb, &ncat, &err), &err,
 			   "building the embedding tables");
-	HwSampler  *sampler = hw_sampler_create(snap, tasks, ntasks, &st.scfg, &err);
+	HwSampler  *sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
 	if (sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
-	HwBackend  *be = hw_pg_backend_create(st.device, st.threads, job);
+	HwBackend  *be = hw_pg_backend_create(st.s.device, st.threads, job);
 	HwModel    *model;
 	if (state_blob != NULL)
 	{
@@ -274,7 +234,11 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	}
 	else
 	{
-		model = hw_model_create(&st.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+		/* on the CPU the model lives in the server's memory: refuse what
+		 * would not fit rather than be killed by the kernel */
+		if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
+			hw_train_check_memory(&st.s, ncols, (int32) ncat);
+		model = hw_model_create(&st.s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
 		if (model == NULL)
 			hw_pg_raise_core_error(&err, "creating the model");
 	}
@@ -283,12 +247,31 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	uint64_t    position = state_blob ? resume.sampler_position : 0;
 	double      best_val = state_blob ? resume.best_val : INFINITY;
 	int64       last_ckpt = state_blob ? resume.checkpoint_id : -1;
+	/* the run this job continues, or a new one it starts (hw_checkpoint.h) */
+	int64       lineage = state_blob ? resume.lineage : job->job_id;
+
+	/* rt_train refuses a total below the resume point; so does the worker */
+	if (step > job->steps_target)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" is already trained to step %lld, beyond steps => %d",
+						st.model_name, (long long) step, job->steps_target),
+				 errhint("steps is the total number of steps: pass more than %lld to train further, "
+						 "or options => '{\"restart\": true}' to start over.", (long long) step)));
+	{
+		Oid     argtypes[2] = {INT8OID, INT8OID};
+		Datum   values[2] = {Int64GetDatum(job->job_id), Int64GetDatum(lineage)};
+
+		/* from here on, this run is the model's current one */
+		hw_job_exec_committed("UPDATE headwater.job SET lineage = $2, updated_at = clock_timestamp() "
+							  "WHERE job_id = $1", 2, argtypes, values, NULL);
+	}
 
 	{
 		char msg[512];
 		snprintf(msg, sizeof(msg), "training model \"%s\" on %s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
 				 "%d task(s), %s at step %lld",
-				 st.model_name, hw_pg_backend_name(be), st.preset, mc->d_model, mc->n_layers, mc->n_heads,
+				 st.model_name, hw_pg_backend_name(be), st.s.preset, mc->d_model, mc->n_layers, mc->n_heads,
 				 mc->batch_size, mc->seq_len, ntasks, state_blob ? "resuming" : "starting", (long long) step);
 		SpinLockAcquire(&job->mutex);
 		strlcpy(job->message, msg, sizeof(job->message));
@@ -346,44 +329,48 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 		double eta = tps > 0 ? (job->steps_target - step) * tokens_per_step / tps : 0;
 		hw_job_report_progress(job, (int32) step, res.loss, res.lr, res.grad_norm, tps, eta);
 
-		if (step % st.log_every == 0 || step == job->steps_target)
+		if (step % st.s.log_every == 0 || step == job->steps_target)
 			log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
 
-		bool do_val = step % st.val_every == 0 || step == job->steps_target;
+		bool do_val = step % st.s.val_every == 0 || step == job->steps_target;
 		if (do_val)
 		{
-			last_val = validate(model, val_sampler, st.val_batches);
+			last_val = validate(model, val_sampler, st.s.val_batches);
 			SpinLockAcquire(&job->mutex);
 			job->val_loss = last_val;
 			SpinLockRelease(&job->mutex);
 			log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
 		}
-		if (step % st.checkpoint_every == 0 || step == job->steps_target)
+		if (step % st.s.checkpoint_every == 0 || step == job->steps_target)
 		{
 			bool best = do_val && !isnan(last_val) && last_val < best_val;
 			if (best)
 				best_val = last_val;
-			last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, model, position,
-										   do_val ? last_val : NAN, best, &st.scfg, st.preset);
+			last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position,
+										   do_val ? last_val : NAN, best, &st.s.scfg, st.s.preset);
 		}
 	}
 	hw_prefetch_stop(pf);
 
 	/* Asked to stop (not terminated): checkpoint what we have. */
 	if (strcmp(final_state, "cancelled") == 0 && !terminated && step > 0)
-		last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, model, position, NAN, false,
-									   &st.scfg, st.preset);
+		last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position, NAN, false,
+									   &st.s.scfg, st.s.preset);
 
 	double wall = now_seconds() - t0;
 	appendStringInfo(result,
 					 "{\"job_id\": %lld, \"state\": \"%s\", \"steps_done\": %lld, \"steps_target\": %d, "
 					 "\"resumed_from\": %d, "
 					 "\"train_loss\": %s, \"val_loss\": %s, \"tokens_per_s\": %.1f, \"wall_s\": %.2f, "
-					 "\"checkpoint_id\": %lld, \"device\": \"%s\", \"preset\": \"%s\"}",
+					 "\"checkpoint_id\": %lld, \"device\": ",
 					 (long long) job->job_id, final_state, (long long) step, job->steps_target, job->start_step,
-					 isnan(last_loss) ? "null" : psprintf("%.6g", last_loss),
-					 isnan(last_val) ? "null" : psprintf("%.6g", last_val),
-					 tps, wall, (long long) last_ckpt, hw_pg_backend_name(be), st.preset);
+					 !isfinite(last_loss) ? "null" : psprintf("%.6g", last_loss),
+					 !isfinite(last_val) ? "null" : psprintf("%.6g", last_val),
+					 tps, wall, (long long) last_ckpt);
+	escape_json(result, hw_pg_backend_name(be));
+	appendStringInfoString(result, ", \"preset\": ");
+	escape_json(result, st.s.preset);
+	appendStringInfoChar(result, '}');
 
 	hw_model_free(model);
 	hw_backend_destroy(be);

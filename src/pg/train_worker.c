@@ -2,12 +2,17 @@
  * train_worker.c: the training background worker's life cycle.
  *
  * Attaches the job's shared memory (hw_train.h), connects to the caller's
- * database as the caller's role, records the job in headwater.job, takes the
- * model's training lock (one job per model), runs hw_train_loop_run(), and
+ * database as the caller's role, takes the model's training lock (one job per
+ * model; the caller serialises launches, train_job.c), records the job in
+ * headwater.job, runs hw_train_loop_run(), and
  * records the outcome: succeeded / cancelled (after a checkpoint) / failed
  * (with the error message).  SIGTERM (pg_terminate_backend, shutdown) stops
  * the loop at the next step boundary and marks the job failed; the last
  * checkpoint stays intact.
+ *
+ * A worker gets no client messages, so its statement clock (now()) would
+ * stay at its start: every transaction it runs starts through
+ * hw_worker_start_transaction, and the times it writes are clock_timestamp().
  */
 #include "postgres.h"
 
@@ -31,8 +36,6 @@
 #include "hw_pg.h"
 #include "hw_train.h"
 
-#define HW_TRAIN_LOCK_CLASS 0x6877   /* same as train_job.c */
-
 static volatile sig_atomic_t got_sigterm = false;
 
 static void
@@ -46,11 +49,18 @@ hw_worker_sigterm(SIGNAL_ARGS)
 }
 
 void
+hw_worker_start_transaction(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+}
+
+void
 hw_job_exec_committed(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls)
 {
 	HwAsOwner as_owner;
 
-	StartTransactionCommand();
+	hw_worker_start_transaction();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	hw_become_owner(&as_owner);
@@ -106,7 +116,8 @@ finish_job(HwJobShared *job, const char *state, const char *error, const char *r
 	values[3] = result ? CStringGetTextDatum(result) : (Datum) 0;
 	values[4] = Int32GetDatum(job->step);
 	hw_job_exec_committed("UPDATE headwater.job SET state = $2, error = $3, result = $4::jsonb, "
-						  "step = $5, finished_at = now(), updated_at = now() WHERE job_id = $1",
+						  "step = $5, finished_at = clock_timestamp(), updated_at = clock_timestamp() "
+						  "WHERE job_id = $1",
 						  5, argtypes, values, nulls);
 }
 
@@ -116,6 +127,7 @@ hw_train_worker_main(Datum main_arg)
 	dsm_segment *seg;
 	HwJobShared *job;
 	LOCKTAG     tag;
+	bool        locked;
 
 	pqsignal(SIGTERM, hw_worker_sigterm);
 	BackgroundWorkerUnblockSignals();
@@ -132,6 +144,12 @@ hw_train_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnectionByOid(job->dboid, job->roleoid, 0);
 	pgstat_report_appname("headwater training");
 
+	/* One training job per model: a session-level advisory lock, taken
+	 * before the job row says "running" (the caller, holding the model's
+	 * launch lock, waits for this phase change; train_job.c). */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, (uint32) job->model_id, 2);
+	locked = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+
 	/* Record the job (as the extension owner: PUBLIC cannot write it). */
 	PG_TRY();
 	{
@@ -146,9 +164,10 @@ hw_train_worker_main(Datum main_arg)
 		values[5] = Int64GetDatum((int64) dsm_segment_handle(seg));
 		hw_job_exec_committed(
 			"INSERT INTO headwater.job (job_id, model_id, state, steps_target, tasks, preset, device, "
-			"options, role_oid, pid, dsm_handle) SELECT $1, $2, 'running', $3, "
+			"options, role_oid, pid, dsm_handle, started_at, updated_at) SELECT $1, $2, 'running', $3, "
 			"CASE WHEN jsonb_typeof(r->'tasks') = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(r->'tasks')) ELSE '{}' END, r->>'preset', r->>'device', "
-			"r->'options', $5, pg_backend_pid(), $6 FROM (SELECT $4::jsonb AS r) s",
+			"r->'options', $5, pg_backend_pid(), $6, clock_timestamp(), clock_timestamp() "
+			"FROM (SELECT $4::jsonb AS r) s",
 			6, argtypes, values, NULL);
 	}
 	PG_CATCH();
@@ -165,17 +184,15 @@ hw_train_worker_main(Datum main_arg)
 	}
 	PG_END_TRY();
 
-	SpinLockAcquire(&job->mutex);
-	job->phase = HW_PHASE_RUNNING;
-	SpinLockRelease(&job->mutex);
-
-	/* One training job per model: a session-level advisory lock. */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, (uint32) job->model_id, 2);
-	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+	if (!locked)
 	{
 		finish_job(job, "failed", "another training job is already running for this model", NULL);
 		goto done;
 	}
+
+	SpinLockAcquire(&job->mutex);
+	job->phase = HW_PHASE_RUNNING;
+	SpinLockRelease(&job->mutex);
 
 	PG_TRY();
 	{
@@ -223,6 +240,7 @@ done:
 	job->phase = HW_PHASE_FINISHED;
 	job->progress_seq++;
 	SpinLockRelease(&job->mutex);
-	LockRelease(&tag, ExclusiveLock, true);
+	if (locked)
+		LockRelease(&tag, ExclusiveLock, true);
 	proc_exit(0);
 }

@@ -1,0 +1,442 @@
+/*
+ * train_options.c: the arguments and options of rt_train (hw_train.h).
+ *
+ * One table says, for every option key, its JSON type and valid range.  The
+ * calling backend parses rt_train's arguments with it, so a bad value is an
+ * error of the call (SQLSTATE 22023 naming the option, the value and, in the
+ * hint, the range) and never a failed job; the training worker parses the
+ * request it was handed with the same code before using any of it, so no
+ * value reaches the trainer unchecked.  What depends on the server is
+ * clamped (threads to its CPUs) or checked against it (the model's memory).
+ * docs/user_guide.md lists the same ranges.
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "hw_pg.h"
+#include "hw_train.h"
+
+typedef enum OptKind
+{
+	OPT_BOOL,        /* true / false */
+	OPT_FLAG,        /* true / false, or 1 / 0 */
+	OPT_INT,         /* an integral number in [min, max] */
+	OPT_NUM,         /* a number in [min, max] ((min, max] when min_exclusive) */
+	OPT_WEIGHTS      /* {"task": number in [min, max], ...} */
+} OptKind;
+
+typedef struct OptSpec
+{
+	const char *key;
+	OptKind     kind;
+	double      min, max;
+	bool        min_exclusive;
+	const char *what;            /* what the value means, for the hint */
+} OptSpec;
+
+#define I32MAX 2147483647.0
+
+/* In the order the "unknown option" hint lists them. */
+static const OptSpec opt_specs[] = {
+	{"restart", OPT_BOOL, 0, 0, false,
+	 "true trains from scratch; earlier checkpoints are no longer resumed or used for prediction"},
+	{"checkpoint_every", OPT_INT, 1, I32MAX, false, "steps between checkpoints"},
+	{"val_every", OPT_INT, 1, I32MAX, false, "steps between validations"},
+	{"val_batches", OPT_INT, 1, 1000, false, "batches per validation"},
+	{"log_every", OPT_INT, 1, I32MAX, false, "steps between rows of headwater.train_log"},
+	{"lr", OPT_NUM, 0, 1, true, "the peak learning rate"},
+	{"warmup_steps", OPT_INT, 0, I32MAX, false, "steps of learning-rate warmup"},
+	{"weight_decay", OPT_NUM, 0, 1, false, "decoupled weight decay"},
+	{"batch_size", OPT_INT, 1, 4096, false, "sequences per batch"},
+	{"seq_len", OPT_INT, 2, 65535, false, "cells per sequence"},
+	{"seed", OPT_INT, 0, 9007199254740991.0, false, "initialisation and sampling seed"},
+	{"threads", OPT_INT, 0, 1024, false, "0: one per CPU of the server; more than it has are clamped to it"},
+	{"task_weights", OPT_WEIGHTS, 0, 1000000, false, NULL},
+	{"d_model", OPT_INT, 8, 4096, false, "model width, a multiple of n_heads"},
+	{"n_layers", OPT_INT, 1, 64, false, "transformer layers"},
+	{"n_heads", OPT_INT, 1, 64, false, "attention heads"},
+	{"full_attention", OPT_FLAG, 0, 1, false, "adds the full-attention sublayer"},
+	{"max_rows", OPT_INT, 1, 65535, false, "rows per sequence"},
+	{"child_width", OPT_INT, 1, 64, false, "children kept per foreign key and row"},
+	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
+	{NULL}
+};
+
+static char *
+fmt_num(double x)
+{
+	if (x == floor(x) && fabs(x) < 1e17)
+		return psprintf("%.0f", x);
+	return psprintf("%g", x);
+}
+
+/* The hint of an option: its type and range. */
+static char *
+opt_hint(const OptSpec *o)
+{
+	switch (o->kind)
+	{
+		case OPT_BOOL:
+			return psprintf("%s must be true or false (%s).", o->key, o->what);
+		case OPT_FLAG:
+			return psprintf("%s must be true or false, or 1 or 0 (%s).", o->key, o->what);
+		case OPT_INT:
+			return psprintf("%s must be an integer from %s to %s (%s).", o->key, fmt_num(o->min),
+							fmt_num(o->max), o->what);
+		case OPT_NUM:
+			if (o->min_exclusive)
+				return psprintf("%s must be a number greater than %s and at most %s (%s).", o->key,
+								fmt_num(o->min), fmt_num(o->max), o->what);
+			return psprintf("%s must be a number from %s to %s (%s).", o->key, fmt_num(o->min),
+							fmt_num(o->max), o->what);
+		case OPT_WEIGHTS:
+			return psprintf("%s must be an object {\"task\": weight} of the tasks being trained, weights "
+							"from %s to %s (relative shares of the batches; absent tasks weigh 1).",
+							o->key, fmt_num(o->min), fmt_num(o->max));
+	}
+	return NULL;
+}
+
+/* A JSON value as text for a message, clipped (a value may be huge). */
+static char *
+json_value_text(const JsonbValue *v)
+{
+	char       *s;
+	int         len;
+
+	if (v->type == jbvBinary)
+		s = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+	else
+	{
+		JsonbValue  copy = *v;
+		Jsonb      *j = JsonbValueToJsonb(&copy);
+
+		s = JsonbToCString(NULL, &j->root, VARSIZE(j));
+	}
+	len = strlen(s);
+	if (len > 60)
+		s = psprintf("%.*s...", pg_mbcliplen(s, len, 57), s);
+	return s;
+}
+
+static void pg_attribute_noreturn()
+bad_value(const OptSpec *o, const JsonbValue *v)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for rt_train option \"%s\": %s", o->key, json_value_text(v)),
+			 errhint("%s", opt_hint(o))));
+}
+
+/* The number of a JSON numeric; false when v is not a finite number. */
+static bool
+json_number(const JsonbValue *v, double *out)
+{
+	char       *s;
+
+	if (v->type != jbvNumeric)
+		return false;
+	s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	*out = strtod(s, NULL);
+	return isfinite(*out);
+}
+
+static bool
+in_range(const OptSpec *o, double x)
+{
+	if (o->min_exclusive ? !(x > o->min) : !(x >= o->min))
+		return false;
+	return x <= o->max;
+}
+
+/* Checks one value against its spec; returns it as a number (bools: 0/1). */
+static double
+check_value(const OptSpec *o, const JsonbValue *v)
+{
+	double      x;
+
+	switch (o->kind)
+	{
+		case OPT_BOOL:
+			if (v->type != jbvBool)
+				bad_value(o, v);
+			return v->val.boolean ? 1 : 0;
+		case OPT_FLAG:
+			if (v->type == jbvBool)
+				return v->val.boolean ? 1 : 0;
+			if (!json_number(v, &x) || (x != 0 && x != 1))
+				bad_value(o, v);
+			return x;
+		case OPT_INT:
+			if (!json_number(v, &x) || x != floor(x) || !in_range(o, x))
+				bad_value(o, v);
+			return x;
+		case OPT_NUM:
+			if (!json_number(v, &x) || !in_range(o, x))
+				bad_value(o, v);
+			return x;
+		case OPT_WEIGHTS:
+			{
+				JsonbIterator *it;
+				JsonbValue  k, w;
+				JsonbIteratorToken tok;
+
+				if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+					bad_value(o, v);
+				it = JsonbIteratorInit(v->val.binary.data);
+				while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+				{
+					if (tok != WJB_KEY)
+						continue;
+					tok = JsonbIteratorNext(&it, &w, true);
+					if (!json_number(&w, &x) || !in_range(o, x))
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("invalid weight for task \"%s\" in rt_train option \"task_weights\": %s",
+										pnstrdup(k.val.string.val, k.val.string.len), json_value_text(&w)),
+								 errhint("%s", opt_hint(o))));
+				}
+				return 0;
+			}
+	}
+	return 0;
+}
+
+void
+hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, const char *device,
+						JsonbContainer *options)
+{
+	HwError     err = {0};
+
+	memset(st, 0, sizeof(*st));
+	if (steps < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("steps must be positive, got %d", steps),
+				 errhint("steps is the total number of optimiser steps (1 to %d); training resumes from the last checkpoint.",
+						 HW_TRAIN_MAX_STEPS)));
+	if (steps > HW_TRAIN_MAX_STEPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("steps must be at most %d, got %d", HW_TRAIN_MAX_STEPS, steps),
+				 errhint("steps is the total number of optimiser steps (1 to %d); training resumes from the last checkpoint.",
+						 HW_TRAIN_MAX_STEPS)));
+	if (strcmp(preset, "auto") && strcmp(preset, "tiny") && strcmp(preset, "small") && strcmp(preset, "base"))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown preset \"%s\"", preset),
+				 errhint("Use 'auto', 'tiny', 'small' or 'base'.")));
+	if (strcmp(device, "auto") && strcmp(device, "cpu") && strcmp(device, "cuda"))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown device \"%s\"", device),
+				 errhint("Use 'auto', 'cpu' or 'cuda'.")));
+	if (options != NULL && !JsonContainerIsObject(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rt_train options must be a JSON object"),
+				 errhint("For example: options => '{\"checkpoint_every\": 100}'")));
+
+	st->steps = steps;
+	/* the small preset unless asked otherwise (MODEL.md section 7) */
+	strlcpy(st->preset, strcmp(preset, "auto") == 0 ? "small" : preset, sizeof(st->preset));
+	strlcpy(st->device, device, sizeof(st->device));
+	if (hw_model_config_preset(&st->mcfg, st->preset, &err) != HW_OK)
+		hw_pg_raise_core_error(&err, "preset");
+	st->mcfg.total_steps = steps;
+	st->mcfg.warmup_steps = Min(st->mcfg.warmup_steps, Max(1, steps / 10));
+	st->log_every = 10;
+	st->val_every = Max(10, Min(200, steps / 10));
+	st->val_batches = 4;
+	st->checkpoint_every = Max(10, Min(500, steps / 5));
+	st->progress_seconds = 2;
+	hw_sampler_config_default(&st->scfg);
+
+	if (options != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(options);
+		JsonbValue  k, v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+		{
+			const OptSpec *o = NULL;
+			char       *key;
+			double      x;
+
+			if (tok != WJB_KEY)
+				continue;
+			key = pnstrdup(k.val.string.val, k.val.string.len);
+			(void) JsonbIteratorNext(&it, &v, true);
+			for (int i = 0; opt_specs[i].key; i++)
+				if (strcmp(key, opt_specs[i].key) == 0)
+					o = &opt_specs[i];
+			if (o == NULL && strcmp(key, "split_seed") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("\"split_seed\" is not an rt_train option"),
+						 errhint("The train/val/test split is fixed per task: "
+								 "rt_create_task(..., options => '{\"split_seed\": 7}').")));
+			if (o == NULL)
+			{
+				StringInfoData known;
+
+				initStringInfo(&known);
+				for (int i = 0; opt_specs[i].key; i++)
+					appendStringInfo(&known, "%s%s", i ? ", " : "", opt_specs[i].key);
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown rt_train option \"%s\"", key),
+						 errhint("Valid options are: %s.", known.data)));
+			}
+			x = check_value(o, &v);
+			if (strcmp(key, "restart") == 0)
+				st->restart = x != 0;
+			else if (strcmp(key, "checkpoint_every") == 0)
+				st->checkpoint_every = (int32) x;
+			else if (strcmp(key, "val_every") == 0)
+				st->val_every = (int32) x;
+			else if (strcmp(key, "val_batches") == 0)
+				st->val_batches = (int32) x;
+			else if (strcmp(key, "log_every") == 0)
+				st->log_every = (int32) x;
+			else if (strcmp(key, "progress_seconds") == 0)
+				st->progress_seconds = x;
+			else if (strcmp(key, "threads") == 0)
+				st->threads = (int32) x;
+			else if (strcmp(key, "max_rows") == 0)
+				st->scfg.max_rows = (int32) x;
+			else if (strcmp(key, "child_width") == 0)
+				st->scfg.bfs_child_width = (int32) x;
+			else if (strcmp(key, "seed") == 0)
+				st->mcfg.seed = (uint64) x;
+			else if (strcmp(key, "task_weights") == 0)
+				;                   /* names: the caller checks them against the model */
+			else if (hw_model_config_set(&st->mcfg, key, x, &err) != HW_OK)
+				hw_pg_raise_core_error(&err, "options");
+		}
+	}
+
+	/* what single ranges cannot say */
+	if (st->mcfg.d_model % st->mcfg.n_heads != 0 || st->mcfg.d_model / st->mcfg.n_heads > 512)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid values for rt_train options \"d_model\" and \"n_heads\": %d and %d",
+						st->mcfg.d_model, st->mcfg.n_heads),
+				 errhint("d_model must be a multiple of n_heads, with at most 512 per head "
+						 "(a value not given is the preset's).")));
+	if ((int64) st->mcfg.batch_size * st->mcfg.seq_len > HW_TRAIN_MAX_TOKENS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid values for rt_train options \"batch_size\" and \"seq_len\": %d and %d",
+						st->mcfg.batch_size, st->mcfg.seq_len),
+				 errhint("batch_size * seq_len (cells per batch) must be at most %d "
+						 "(a value not given is the preset's).", HW_TRAIN_MAX_TOKENS)));
+	if (hw_model_config_finish(&st->mcfg, &err) != HW_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid rt_train options: %s", err.msg),
+				 errhint("Check the model options against the preset's values (docs/user_guide.md).")));
+
+	st->scfg.batch_size = st->mcfg.batch_size;
+	st->scfg.seq_len = st->mcfg.seq_len;
+	st->scfg.seed = st->mcfg.seed;
+	st->scfg.n_threads = st->threads;
+}
+
+/* Physical memory, or the cgroup (v2) limit when lower. */
+static int64
+server_memory_bytes(void)
+{
+	long        pages = sysconf(_SC_PHYS_PAGES);
+	long        psize = sysconf(_SC_PAGESIZE);
+	int64       mem = (pages > 0 && psize > 0) ? (int64) pages * psize : PG_INT64_MAX;
+	FILE       *f = fopen("/sys/fs/cgroup/memory.max", "r");
+
+	if (f != NULL)
+	{
+		char        buf[64];
+
+		if (fgets(buf, sizeof(buf), f) != NULL && strncmp(buf, "max", 3) != 0)
+		{
+			int64       lim = strtoll(buf, NULL, 10);
+
+			if (lim > 0 && lim < mem)
+				mem = lim;
+		}
+		fclose(f);
+	}
+	return mem;
+}
+
+static char *
+size_pretty(int64 bytes)
+{
+	return text_to_cstring(DatumGetTextPP(DirectFunctionCall1(pg_size_pretty, Int64GetDatum(bytes))));
+}
+
+void
+hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat)
+{
+	int64       need = hw_model_memory_bytes(&st->mcfg, Max(ncols, 1), Max(ncat, 0));
+	int64       have = server_memory_bytes();
+	/* the rest is for the server itself, the sampler and everyone else */
+	int64       budget = have / 4 * 3;
+
+	if (need >= 0 && need <= budget)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("rt_train options need %s of memory for the model (batch_size %d, seq_len %d, d_model %d, n_layers %d), "
+					"more than 3/4 of this server's %s",
+					need < 0 ? "an unknown amount" : size_pretty(need), st->mcfg.batch_size, st->mcfg.seq_len,
+					st->mcfg.d_model, st->mcfg.n_layers, size_pretty(have)),
+			 errhint("Lower batch_size, seq_len, d_model or n_layers, or use a smaller preset.")));
+}
+
+int
+hw_train_clamp_threads(int threads)
+{
+	long        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (threads < 0)
+		return 0;
+	if (ncpu > 0 && threads > ncpu)
+		return (int) ncpu;
+	return threads;
+}
+
+double
+hw_train_task_weight(JsonbContainer *options, const char *task, double dflt)
+{
+	JsonbValue *tw, *w;
+	double      x;
+
+	if (options == NULL)
+		return dflt;
+	tw = getKeyJsonValueFromContainer(options, "task_weights", strlen("task_weights"), NULL);
+	if (tw == NULL || tw->type != jbvBinary || !JsonContainerIsObject(tw->val.binary.data))
+		return dflt;
+	w = getKeyJsonValueFromContainer(tw->val.binary.data, task, strlen(task), NULL);
+	if (w == NULL || !json_number(w, &x))
+		return dflt;
+	return x;
+}
+
+JsonbContainer *
+hw_train_request_options(Jsonb *request)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&request->root, "options", strlen("options"), NULL);
+
+	if (v == NULL || v->type != jbvBinary)
+		return NULL;
+	return v->val.binary.data;
+}
