@@ -197,6 +197,43 @@ hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
 }
 
+void
+hw_job_require_visible(int64 job_id)
+{
+	HwAsOwner as;
+	bool isnull, found;
+	int32 model_id = -1;
+	Oid role = InvalidOid;
+
+	if (superuser())
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	hw_become_owner(&as);
+	if (SPI_execute_with_args("SELECT model_id, role_oid FROM headwater.job WHERE job_id = $1",
+							  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)},
+							  NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.job");
+	hw_restore_user(&as);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		model_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		role = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	if (!found)
+		return;			/* the caller reports a missing job */
+	if (has_privs_of_role(GetUserId(), role) || hw_model_has_right(model_id, HW_RIGHT_OWN))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("role \"%s\" may not follow training job %lld",
+					GetUserNameFromId(GetUserId(), false), (long long) job_id),
+			 errdetail("A job is visible to the role that started it, to its model's owner and to superusers."),
+			 errhint("rt_status() lists the jobs you may see.")));
+}
+
 /* ------------------------------------------------------- SQL entry points */
 
 /* role name -> oid; 'public' (any case) -> InvalidOid = PUBLIC */

@@ -58,6 +58,10 @@ bool hw_model_has_right(int32 model_id, HwModelRight right);
  * `right`; `action` words the refusal ("train", "cancel training of", ...). */
 void hw_model_require(int32 model_id, HwModelRight right, const char *action);
 
+/* ERROR 42501 unless the current user started training job job_id, owns its
+ * model, or is a superuser (a missing job is left to the caller). */
+void hw_job_require_visible(int64 job_id);
+
 /* PREDICT on the task's model plus SELECT on its anchor table (42501). */
 void hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name);
 

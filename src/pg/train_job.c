@@ -446,6 +446,8 @@ rt_train(PG_FUNCTION_ARGS)
 	Oid   caller = GetUserId();
 	HwAsOwner as_owner;
 
+	hw_model_require(model_id, HW_RIGHT_OWN, "train");
+
 	SPI_connect();
 	/* headwater's tables are read and written as their owner; the source
 	 * tables' privileges are checked for the calling role explicitly */
@@ -635,6 +637,7 @@ rt_wait(PG_FUNCTION_ARGS)
 	Jsonb  *result;
 	HwAsOwner as_owner;
 
+	hw_job_require_visible(job_id);
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	if (SPI_execute_with_args("SELECT state, dsm_handle FROM headwater.job WHERE job_id = $1",
@@ -680,6 +683,7 @@ rt_cancel(PG_FUNCTION_ARGS)
 	dsm_segment *seg = NULL;
 	HwAsOwner as_owner;
 
+	hw_model_require(model_id, HW_RIGHT_OWN, "cancel training of");
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	if (SPI_execute_with_args("SELECT job_id, dsm_handle FROM headwater.job WHERE model_id = $1 "
@@ -711,9 +715,12 @@ Datum
 rt_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid     argtypes[1] = {TEXTOID};
-	Datum   values[1];
-	char    nulls[1] = {PG_ARGISNULL(0) ? 'n' : ' '};
+	/* $2, $3: the caller and whether it is a superuser, decided here (the
+	 * query runs as the owner): a job is visible to the role that started
+	 * it, to the model's owner role and its members, and to superusers */
+	Oid     argtypes[3] = {TEXTOID, OIDOID, BOOLOID};
+	Datum   values[3] = {(Datum) 0, ObjectIdGetDatum(GetUserId()), BoolGetDatum(superuser())};
+	char    nulls[3] = {PG_ARGISNULL(0) ? 'n' : ' ', ' ', ' '};
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!PG_ARGISNULL(0))
@@ -721,9 +728,6 @@ rt_status(PG_FUNCTION_ARGS)
 		(void) hw_pg_model_id(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 		values[0] = PG_GETARG_DATUM(0);
 	}
-	else
-		values[0] = (Datum) 0;
-
 	HwAsOwner as_owner;
 	SPI_connect();
 	hw_become_owner(&as_owner);
@@ -739,8 +743,10 @@ rt_status(PG_FUNCTION_ARGS)
 			"       WHERE a.pid = j.pid AND a.backend_type = 'headwater training') "
 			"       THEN 'the training worker exited without finishing (server crash, restart or kill)' ELSE j.error END "
 			"FROM headwater.job j JOIN headwater.model m USING (model_id) "
-			"WHERE $1 IS NULL OR m.name = $1 ORDER BY j.job_id DESC",
-			1, argtypes, values, nulls, true, 0) != SPI_OK_SELECT)
+			"WHERE ($1 IS NULL OR m.name = $1) "
+			"  AND ($3 OR pg_has_role($2, j.role_oid, 'USAGE') OR pg_has_role($2, m.owner::oid, 'USAGE')) "
+			"ORDER BY j.job_id DESC",
+			3, argtypes, values, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.job");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
