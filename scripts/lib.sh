@@ -92,7 +92,10 @@ shared_buffers = 256MB
 log_min_messages = warning
 CONF
 	fi
-	hw_as_owner "$HW_PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+	# fds 3-9 closed: the server must not inherit a caller's open files (a
+	# flock(1) lock held by the caller would be held for the server's life)
+	hw_as_owner "$HW_PG_BINDIR/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+		3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
 	export PGHOST=$dir PGPORT=$port PGUSER=postgres
 }
 
