@@ -1592,7 +1592,7 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 	s->cfg = *cfg;
 	s->cfg.task_weights = NULL;
 	s->recent = cfg->child_sampling == HW_CHILD_RECENT;
-	s->recent_k = (uint32_t) (cfg->recent_children < 0 ? cfg->bfs_child_width / 2 : cfg->recent_children);
+	s->recent_k = (uint32_t) (cfg->recent_children < 0 ? (cfg->bfs_child_width + 1) / 2 : cfg->recent_children);
 	s->ntasks = ntasks;
 	s->tasks = malloc(sizeof(HwTask *) * (size_t) ntasks);
 	s->weights = malloc(sizeof(double) * (size_t) ntasks);

@@ -59,12 +59,12 @@
  * Child sampling (per FK of a popped row, W = bfs_child_width, m = children
  * left after the time filter; m <= W: all of them):
  *   HW_CHILD_RECENT (default) for a child table with a time column: the
- *     k = recent_children (default W/2) most recent children (by the child
- *     table's time; ties: the higher row; NULL times count as oldest), then
- *     W - k drawn uniformly without replacement from the older ones.  In the
- *     frontier the recent k come before the older draws of the same hop
- *     count (the random tie key's top bit).  Children of a table without a
- *     time column: uniform, as below.
+ *     k = recent_children (default ceil(W/2)) most recent children (by the
+ *     child table's time; ties: the higher row; NULL times count as
+ *     oldest), then W - k drawn uniformly without replacement from the
+ *     older ones.  In the frontier the recent k come before the older draws
+ *     of the same hop count (the random tie key's top bit).  Children of a
+ *     table without a time column: uniform, as below.
  *   HW_CHILD_UNIFORM: a uniform W-subset of the m (the sampler before
  *     child_sampling existed, bit for bit).
  *
@@ -126,7 +126,7 @@ typedef struct HwSamplerConfig
 	int32_t   bfs_child_width;  /* children kept per FK per row, default 16 */
 	int32_t   child_sampling;   /* HwChildSampling, default HW_CHILD_RECENT */
 	int32_t   recent_children;  /* RECENT: the most recent kept per FK (0..bfs_child_width);
-								 * -1 (default) = bfs_child_width / 2 */
+								 * -1 (default) = half of bfs_child_width, rounded up */
 	bool      key_cells;        /* emit identifier (key) cells, default false */
 	uint64_t  seed;             /* sampling randomness, default 0 */
 	int32_t   rank;             /* default 0 */

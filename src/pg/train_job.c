@@ -39,7 +39,8 @@ static const char *const known_option_keys[] = {
 	"restart", "checkpoint_every", "val_every", "val_batches", "log_every",
 	"lr", "warmup_steps", "weight_decay", "batch_size", "seq_len", "seed",
 	"split_seed", "threads", "task_weights", "d_model", "n_layers", "n_heads",
-	"full_attention", "max_rows", "child_width", "progress_seconds", NULL
+	"full_attention", "max_rows", "child_width", "child_sampling", "recent_children",
+	"key_cells", "progress_seconds", NULL
 };
 
 static void

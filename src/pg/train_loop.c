@@ -143,6 +143,28 @@ read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 	st->scfg.seed = st->mcfg.seed;
 	st->scfg.max_rows = request_int(req, "max_rows", st->scfg.max_rows, 1);
 	st->scfg.bfs_child_width = request_int(req, "child_width", st->scfg.bfs_child_width, 1);
+	st->scfg.recent_children = request_int(req, "recent_children", -1, 0);
+	if (st->scfg.recent_children > st->scfg.bfs_child_width)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"recent_children\" (%d) must be at most child_width (%d)",
+						st->scfg.recent_children, st->scfg.bfs_child_width),
+				 errhint("Fix the options argument of rt_train.")));
+	if ((v = request_get(req, "{options,child_sampling}")) != NULL &&
+		(st->scfg.child_sampling = hw_child_sampling_from_name(v)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"child_sampling\" must be \"recent\" or \"uniform\", got \"%s\"", v),
+				 errhint("Fix the options argument of rt_train.")));
+	if ((v = request_get(req, "{options,key_cells}")) != NULL)
+	{
+		if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"key_cells\" must be true or false, got \"%s\"", v),
+					 errhint("Fix the options argument of rt_train.")));
+		st->scfg.key_cells = strcmp(v, "true") == 0;
+	}
 	st->scfg.n_threads = st->threads;
 
 	/* Selected tasks train with weight 1 (or options.task_weights), others 0. */
