@@ -38,7 +38,8 @@ SELECT name, t."values" FROM ids, unnest(ARRAY['target_stype', 'task_idx', 'cat_
      rt_batch_tensor(ids.rt_sample_batches, name) t;
 
 -- query task with an observation time and label history: the virtual task
--- row first, then the anchor, then earlier labels of the same customer
+-- row first, then the anchor, then earlier labels of the same customer and
+-- its orders up to the observation time, newest first
 SELECT rt_create_task('bt', 'bt_spend', $$
 	SELECT c.id, d AS observation_time,
 	       (SELECT coalesce(sum(o.amount), 0) FROM orders o WHERE o.cust = c.id AND o.at >= d AND o.at < d + interval '10 days') AS spend

@@ -397,18 +397,29 @@ prio(int via_child, unsigned hops, uint64_t *rng)
 }
 
 /*
- * Priority of a child row.  RECENT policy: the top bit of the random tie
- * key is the class (0: a most-recent pick, a child of a table without time,
- * a label-history row; 1: an older child drawn to fill the width), so older
- * draws come after the others of the same hop count.  UNIFORM: prio().
+ * Priority of a child row.  RECENT policy: below (via child, hops) the tie
+ * key is (class, rank, random): class 0 = a most-recent pick, a child of a
+ * table without time, a label-history row; class 1 = an older child drawn
+ * to fill the width.  rank (0..63) orders class 0 newest first: 0 for the
+ * most recent child of its group, 1 for the next, ...; children of a table
+ * without time get a random rank below the width.  So when S or R runs out
+ * within a hop level, the newest rows of every group are the ones kept.
+ * UNIFORM: prio() (rank and class unused).
  */
 static inline uint64_t
-child_prio(const HwSampler *s, unsigned hops, unsigned older, uint64_t *rng)
+child_prio(const HwSampler *s, unsigned hops, unsigned older, unsigned rank, uint64_t *rng)
 {
 	if (!s->recent)
 		return prio(1, hops, rng);
 	return (1ULL << 63) | ((uint64_t) (hops & 0xffff) << 47) | ((uint64_t) older << 46) |
-		(rng_next(rng) >> 18);
+		((uint64_t) (rank < 63 ? rank : 63) << 40) | (rng_next(rng) >> 24);
+}
+
+/* rank of a child of a table without time (RECENT): random below the width */
+static inline unsigned
+untimed_rank(const HwSampler *s, uint64_t *rng)
+{
+	return s->recent ? rng_below(rng, (uint32_t) s->cfg.bfs_child_width) : 0;
 }
 
 /* -------------------------------------------------------------- cell values */
@@ -654,7 +665,8 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 		if (nch == lim)
 		{
 			for (uint32_t k = 0; k < nch; k++)
-				if (!heap_push(w, child_prio(s, hops, 0, rng), s->pf_child[chosen[k]], (uint16_t) hops, ctable, 0))
+				if (!heap_push(w, child_prio(s, hops, 0, untimed_rank(s, rng), rng), s->pf_child[chosen[k]],
+							   (uint16_t) hops, ctable, 0))
 					return false;
 			return true;
 		}
@@ -680,7 +692,7 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 			w->buf[i] = w->buf[j];
 			w->buf[j] = tmp;
 		}
-		if (!heap_push(w, child_prio(s, hops, 0, rng), w->buf[i], (uint16_t) hops, ctable, 0))
+		if (!heap_push(w, child_prio(s, hops, 0, untimed_rank(s, rng), rng), w->buf[i], (uint16_t) hops, ctable, 0))
 			return false;
 	}
 	return true;
@@ -725,15 +737,15 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 
 	if (m <= width)
 	{
-		for (uint64_t e = e0; e < end; e++)
-			if (!heap_push(w, child_prio(s, hops, 0, rng), dst[e], (uint16_t) hops, ctable, 0))
+		for (uint64_t e = end; e-- > e0;)
+			if (!heap_push(w, child_prio(s, hops, 0, (unsigned) (end - 1 - e), rng), dst[e], (uint16_t) hops, ctable, 0))
 				return false;
 		return true;
 	}
 	uint32_t k = s->recent_k;
 
-	for (uint64_t e = end - k; e < end; e++)
-		if (!heap_push(w, child_prio(s, hops, 0, rng), dst[e], (uint16_t) hops, ctable, 0))
+	for (uint64_t e = end; e-- > end - k;)
+		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) (end - 1 - e), rng), dst[e], (uint16_t) hops, ctable, 0))
 			return false;
 	/* Floyd: a uniform need-subset of [0, nold) in exactly need draws */
 	uint32_t need = width - k;
@@ -754,7 +766,7 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 		chosen[nch++] = t;
 	}
 	for (uint32_t q = 0; q < nch; q++)
-		if (!heap_push(w, child_prio(s, hops, 1, rng), dst[e0 + chosen[q]], (uint16_t) hops, ctable, 0))
+		if (!heap_push(w, child_prio(s, hops, 1, 0, rng), dst[e0 + chosen[q]], (uint16_t) hops, ctable, 0))
 			return false;
 	return true;
 }
@@ -787,7 +799,7 @@ push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
 
 		if (t->anchor_row[i] != anchor)
 			break;
-		if (!heap_push(w, child_prio(s, hops, 0, rng), i, (uint16_t) hops, 0, 1))
+		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) k, rng), i, (uint16_t) hops, 0, 1))
 			return false;
 	}
 	return true;

@@ -62,9 +62,12 @@
  *     k = recent_children (default ceil(W/2)) most recent children (by the
  *     child table's time; ties: the higher row; NULL times count as
  *     oldest), then W - k drawn uniformly without replacement from the
- *     older ones.  In the frontier the recent k come before the older draws
- *     of the same hop count (the random tie key's top bit).  Children of a
- *     table without a time column: uniform, as below.
+ *     older ones.  In the frontier, within a hop count, the recent picks
+ *     come before the older draws, newest first (rank 0 = a group's newest,
+ *     1 = the next, ...; label-history rows likewise; ties between groups
+ *     at random), so a budget that runs out keeps the newest rows.  Children
+ *     of a table without a time column: uniform, as below, at a random rank
+ *     below W.
  *   HW_CHILD_UNIFORM: a uniform W-subset of the m (the sampler before
  *     child_sampling existed, bit for bit).
  *

@@ -1069,6 +1069,23 @@ UNIT_TEST(sampler_recent_children_fall_back_to_older)
 	CHECK(order_days(s, t, &cfg, 20, days, cnt));
 	for (int i = 0; i < 20; i++)
 		CHECK(cnt[i] == 4 && days[i][1] <= 3 && days[i][2] == 4 && days[i][3] == 5);
+	/* all 5 fit the width but the budget fits two: the newest two (the
+	 * frontier ranks a group's children newest first) */
+	cfg.bfs_child_width = 8;
+	cfg.seq_len = 7;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+		CHECK(cnt[i] == 2 && days[i][0] == 4 && days[i][1] == 5);
+	cfg.child_sampling = HW_CHILD_UNIFORM;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	int newest = 0;
+
+	for (int i = 0; i < 20; i++)
+		newest += cnt[i] == 2 && days[i][0] == 4 && days[i][1] == 5;
+	CHECK_MSG(newest <= 8, "uniform kept the newest two in %d of 20", newest);
+	cfg.child_sampling = HW_CHILD_RECENT;
+	cfg.bfs_child_width = 4;
+	cfg.seq_len = 64;
 	hw_task_free(t);
 	/* before the first order: none */
 	t = history_task(s, 4, T0_US);
