@@ -115,7 +115,7 @@ feistel_perm(uint64_t x, uint64_t n, uint64_t key)
  */
 typedef struct TableInfo
 {
-	int32_t   n;                /* emitted (non-ignored) columns */
+	int32_t   n;                /* emitted columns (non-ignored; key cells: sampler.h) */
 	int32_t  *col;              /* [n] column index in the table */
 	int32_t  *gid;              /* [n] global column id */
 	int8_t   *stype;            /* [n] */

@@ -40,11 +40,12 @@
  *   and one parent, the anchor row.  BFS from row 0 with a priority queue
  *   keyed (reached by child edge?, hops, random tie): rows reached F->P
  *   (parents) always before rows reached P->F; then fewest hops; ties by a
- *   seeded random key.  Popping a row emits all its non-ignored cells in
- *   column order and pushes all its parents; its children are pushed per FK
- *   after dropping those whose table time is after the seed's observation
- *   time (raw int64 µs compare; rows without time are kept) and sampling
- *   the rest down to bfs_child_width per FK (child_sampling, below).
+ *   seeded random key.  Popping a row emits its cells (non-ignored; see
+ *   key cells below) in column order and pushes all its parents; its
+ *   children are pushed per FK after dropping those whose table time is
+ *   after the seed's observation time (raw int64 µs compare; rows without
+ *   time are kept) and sampling the rest down to bfs_child_width per FK
+ *   (child_sampling, below).
  *   Only P->F children are time-filtered: parents are always followed, also
  *   parents reached from a parent (a customer created after the order date
  *   would still show; this is the seeds' rule).  Stop when S cells are
