@@ -4,6 +4,11 @@
  *
  *   bench/bin/sampler [--rows N] [--snapshot FILE] [--task TABLE.COLUMN]
  *                     [--batches K] [--B 32] [--S 1024] [--width 16] [--threads 1,2]
+ *                     [--max-rows 200] [--child-sampling recent|uniform]
+ *                     [--recent-children K] [--key-cells 0|1] [--no-query-load]
+ *
+ * --child-sampling uniform --key-cells 1 is the sampler before those options
+ * existed (same batches, bit for bit).
  *
  * Without --snapshot it builds the synthetic shop database (test/unit/
  * synth_snapshot.c) of N rows (default 1,000,000) and predicts orders.status.
@@ -82,7 +87,8 @@ main(int argc, char **argv)
 {
 	uint32_t rows = 1000000;
 	const char *snap_path = NULL, *task_spec = NULL, *threads = "1,2";
-	int batches = 60, B = 32, S = 1024, width = 16;
+	int batches = 60, B = 32, S = 1024, width = 16, max_rows = 200, recent = -1, key_cells = 0;
+	int policy = HW_CHILD_RECENT, query_load = 1;
 
 	for (int i = 1; i < argc; i++)
 	{
@@ -94,10 +100,18 @@ main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--S") && i + 1 < argc) S = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = argv[++i];
+		else if (!strcmp(argv[i], "--max-rows") && i + 1 < argc) max_rows = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--recent-children") && i + 1 < argc) recent = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--key-cells") && i + 1 < argc) key_cells = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--no-query-load")) query_load = 0;
+		else if (!strcmp(argv[i], "--child-sampling") && i + 1 < argc &&
+				 (policy = hw_child_sampling_from_name(argv[++i])) >= 0) ;
 		else
 		{
 			fprintf(stderr, "usage: %s [--rows N] [--snapshot FILE] [--task T.C] [--batches K] "
-					"[--B 32] [--S 1024] [--width 16] [--threads 1,2]\n", argv[0]);
+					"[--B 32] [--S 1024] [--width 16] [--threads 1,2] [--max-rows 200] "
+					"[--child-sampling recent|uniform] [--recent-children K] [--key-cells 0|1] "
+					"[--no-query-load]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -158,9 +172,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	printf("task: predict %s.%s (%s), %u seeds; B=%d S=%d child width %d, %d batches per run\n",
+	printf("task: predict %s.%s (%s), %u seeds; B=%d S=%d R<=%d child width %d, child_sampling %s "
+		   "(recent_children %d), key_cells %d, %d batches per run\n",
 		   snap->tables[ti].name, snap->tables[ti].cols[ci].name,
-		   hw_stype_name(task->target_stype), task->nseeds, B, S, width, batches);
+		   hw_stype_name(task->target_stype), task->nseeds, B, S, max_rows, width,
+		   hw_child_sampling_name(policy), recent, key_cells, batches);
 
 	char tbuf[64];
 
@@ -174,6 +190,10 @@ main(int argc, char **argv)
 		cfg.batch_size = B;
 		cfg.seq_len = S;
 		cfg.bfs_child_width = width;
+		cfg.max_rows = max_rows;
+		cfg.child_sampling = policy;
+		cfg.recent_children = recent;
+		cfg.key_cells = key_cells != 0;
 		cfg.n_threads = nt;
 		cfg.seed = 1;
 		double tc = now_s();
@@ -190,7 +210,7 @@ main(int argc, char **argv)
 
 		hw_sampler_batch(sm, HW_SPLIT_TRAIN, 1000000, &b, NULL, &err);
 		hw_batch_free(b);
-		double cells = 0, rsum = 0, usum = 0;
+		double cells = 0, rsum = 0, usum = 0, rows = 0;
 		double start = now_s(), cstart = cpu_s();
 
 		for (int k = 0; k < batches; k++)
@@ -204,20 +224,29 @@ main(int argc, char **argv)
 				cells += !b->is_padding[p];
 			rsum += b->R;
 			usum += b->U;
+			for (int q = 0; q < B; q++)
+			{
+				const HwCellSource *src;
+				int nr;
+
+				if (hw_sampler_last_rows(sm, q, &src, &nr) == HW_OK)
+					rows += nr;
+			}
 			hw_batch_free(b);
 		}
 		double el = now_s() - start, cel = cpu_s() - cstart;
 
 		/* CPU time too: on a shared machine wall time includes other load */
 		printf("threads %d: %.0f sequences/s (wall), %.0f sequences per CPU-second, %.2f M cells/s, "
-			   "%.3f ms/batch, mean cells/seq %.0f, mean R %.0f, mean U %.0f\n",
+			   "%.3f ms/batch, mean cells/seq %.0f, mean rows/seq %.1f, mean R %.0f, mean U %.0f\n",
 			   nt, batches * (double) B / el, batches * (double) B / cel, cells / el / 1e6, el / batches * 1e3,
-			   cells / (batches * (double) B), rsum / batches, usum / batches);
+			   cells / (batches * (double) B), rows / (batches * (double) B), rsum / batches, usum / batches);
 		hw_sampler_free(sm);
 	}
 	/* loading a big query task: 1M seeds through the byte form, row
 	 * re-resolution by key hash (after a refresh every row may have moved:
 	 * the slow path), and the label-history index */
+	if (query_load)
 	{
 		const HwTable *at = &snap->tables[ti];
 		uint32_t nseed = 1000000;

@@ -21,7 +21,7 @@ if [ -z "${PGHOST:-}" ]; then
 	hw_build_install
 	hw_cluster_start "$tmp" "${HW_BENCH_PORT:-54349}"
 fi
-make -s bench/bin/sampler
+make -s bench/bin/sampler bench/bin/sampler_recency
 db=hw_bench_sampler
 q() { psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 
@@ -52,3 +52,6 @@ if [ -s "$out/pagila.snap" ]; then
 fi
 echo "== synthetic shop, 1M rows (predict orders.status)"
 bench/bin/sampler --rows 1000000 --batches 100
+echo "== recency: customers' latest orders at 2024-10-01 (demo), latest rentals at 2022-09-01 (pagila)"
+bench/bin/sampler_recency "$out/shop_$scale.snap" customers orders 1727740800
+[ -s "$out/pagila.snap" ] && bench/bin/sampler_recency "$out/pagila.snap" customer rental 1661990400

@@ -38,7 +38,8 @@ SELECT name, t."values" FROM ids, unnest(ARRAY['target_stype', 'task_idx', 'cat_
      rt_batch_tensor(ids.rt_sample_batches, name) t;
 
 -- query task with an observation time and label history: the virtual task
--- row first, then the anchor, then earlier labels of the same customer
+-- row first, then the anchor, then earlier labels of the same customer and
+-- its orders up to the observation time, newest first
 SELECT rt_create_task('bt', 'bt_spend', $$
 	SELECT c.id, d AS observation_time,
 	       (SELECT coalesce(sum(o.amount), 0) FROM orders o WHERE o.cust = c.id AND o.at >= d AND o.at < d + interval '10 days') AS spend
@@ -49,7 +50,24 @@ SELECT b, s.* FROM ids2, generate_series(0, 3) b, rt_batch_sequence(ids2.rt_samp
 WHERE ids2.rt_sample_batches = (SELECT min(rt_sample_batches) FROM ids2) AND NOT s.is_padding
 ORDER BY b, s.position;
 
+-- key cells: by default the key columns (customer.id, orders.oid, orders.cust)
+-- emit no cells, their information is the rows and fk_adj; key_cells keeps them
+CREATE TEMP TABLE ids3 AS SELECT * FROM rt_sample_batches('bt', 'bt_amount', n => 1, batch_size => 4, seq_len => 16,
+                                                          options => '{"key_cells": true}');
+SELECT s.* FROM ids3, rt_batch_sequence(ids3.rt_sample_batches, 1) s WHERE NOT is_padding;
+-- recent children: with room for one order per customer, the customer of
+-- the seed (customer 1, observed 2024-01-25) shows its most recent visible
+-- order (11, 2024-01-20; 12 is after the observation time)
+CREATE TEMP TABLE ids4 AS SELECT * FROM rt_sample_batches('bt', 'bt_spend', n => 1, batch_size => 4, seq_len => 12, seed => 3,
+                                                          options => '{"child_width": 1}');
+SELECT b, s.* FROM ids4, generate_series(0, 3) b, rt_batch_sequence(ids4.rt_sample_batches, b) s
+WHERE NOT s.is_padding AND s.table_name = 'orders' ORDER BY b, s.position;
+
 -- errors
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"nosuch": 1}');
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"child_sampling": "newest"}');
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"recent_children": 20}');
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '[]');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', 'val');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', 'nosplit');
 SELECT * FROM rt_sample_batches('bt', 'nosuch');

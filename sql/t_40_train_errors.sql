@@ -22,6 +22,11 @@ SELECT rt_train('m40', options => '[1, 2]');
 SELECT rt_train('nosuchmodel');
 SELECT rt_train('m40', tasks => ARRAY['vip40', 'nosuchtask']);
 SELECT rt_train(NULL);
+-- sampler options with bad values: the worker reports them
+DO $$ BEGIN PERFORM rt_train('m40', steps => 1, options => '{"child_sampling": "newest"}');
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%', regexp_replace(SQLERRM, 'job [0-9]+', 'job N'); END $$;
+DO $$ BEGIN PERFORM rt_train('m40', steps => 1, options => '{"key_cells": 1}');
+EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%', regexp_replace(SQLERRM, 'job [0-9]+', 'job N'); END $$;
 -- device 'cuda' without a CUDA build or GPU: the worker reports it
 DO $$ BEGIN PERFORM rt_train('m40', steps => 1, device => 'cuda');
 EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%', regexp_replace(SQLERRM, 'job [0-9]+', 'job N'); END $$;

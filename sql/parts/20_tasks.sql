@@ -103,10 +103,12 @@ AS 'MODULE_PATHNAME', 'rt_tasks' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION rt_tasks(text) IS 'the tasks of a model, in training order';
 
 CREATE FUNCTION rt_sample_batches(model text, task text, split text DEFAULT 'train', n int DEFAULT 1,
-                                  batch_size int DEFAULT 32, seq_len int DEFAULT 1024, seed bigint DEFAULT 0)
+                                  batch_size int DEFAULT 32, seq_len int DEFAULT 1024, seed bigint DEFAULT 0,
+                                  options jsonb DEFAULT '{}')
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'rt_sample_batches' LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION rt_sample_batches(text, text, text, int, int, int, bigint) IS
-	'sample batch numbers 0..n-1 of a task''s split into headwater.batch; returns the batch ids';
+COMMENT ON FUNCTION rt_sample_batches(text, text, text, int, int, int, bigint, jsonb) IS
+	'sample batch numbers 0..n-1 of a task''s split into headwater.batch (options: the sampler keys of rt_train: '
+	'max_rows, child_width, child_sampling, recent_children, key_cells); returns the batch ids';
 
 CREATE FUNCTION rt_batch_tensor(batch_id bigint, name text)
 RETURNS TABLE (shape int[], dtype text, "values" float8[])

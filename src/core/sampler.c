@@ -115,7 +115,7 @@ feistel_perm(uint64_t x, uint64_t n, uint64_t key)
  */
 typedef struct TableInfo
 {
-	int32_t   n;                /* emitted (non-ignored) columns */
+	int32_t   n;                /* emitted columns (non-ignored; key cells: sampler.h) */
 	int32_t  *col;              /* [n] column index in the table */
 	int32_t  *gid;              /* [n] global column id */
 	int8_t   *stype;            /* [n] */
@@ -211,6 +211,12 @@ struct HwSampler
 	uint32_t **shard_idx[HW_N_SPLITS];  /* [ntasks] arrays */
 	TableInfo *tinfo;
 	int64_t  *pf_time;          /* [n P->F edges] time of the child (sequential filter) */
+	const uint32_t *pf_child;   /* [n P->F edges] the child: snap->pf_dst, or (recent) a copy
+								 * whose temporal FK groups are sorted by (time, row) */
+	uint32_t *pf_child_own;     /* the copy (NULL when pf_child is snap->pf_dst) */
+	uint8_t  *fk_recent;        /* [nfks] 1: RECENT policy on this FK (child table has a time) */
+	bool      recent;           /* child_sampling == HW_CHILD_RECENT */
+	uint32_t  recent_k;         /* resolved recent_children */
 	uint16_t *fk_child_table;   /* [nfks] */
 	uint16_t *fk_parent_table;  /* [nfks] */
 	int32_t   ncols_total;
@@ -239,7 +245,33 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->seq_len = 1024;
 	cfg->max_rows = 200;
 	cfg->bfs_child_width = 16;
+	cfg->child_sampling = HW_CHILD_RECENT;
+	cfg->recent_children = -1;
+	cfg->key_cells = false;
 	cfg->world_size = 1;
+}
+
+const char *
+hw_child_sampling_name(int policy)
+{
+	switch (policy)
+	{
+		case HW_CHILD_RECENT: return "recent";
+		case HW_CHILD_UNIFORM: return "uniform";
+		default: return NULL;
+	}
+}
+
+int
+hw_child_sampling_from_name(const char *name)
+{
+	if (name == NULL)
+		return -1;
+	if (strcmp(name, "recent") == 0)
+		return HW_CHILD_RECENT;
+	if (strcmp(name, "uniform") == 0)
+		return HW_CHILD_UNIFORM;
+	return -1;
 }
 
 static int
@@ -362,6 +394,32 @@ prio(int via_child, unsigned hops, uint64_t *rng)
 {
 	return ((uint64_t) via_child << 63) | ((uint64_t) (hops & 0xffff) << 47) |
 		(rng_next(rng) >> 17);
+}
+
+/*
+ * Priority of a child row.  RECENT policy: below (via child, hops) the tie
+ * key is (class, rank, random): class 0 = a most-recent pick, a child of a
+ * table without time, a label-history row; class 1 = an older child drawn
+ * to fill the width.  rank (0..63) orders class 0 newest first: 0 for the
+ * most recent child of its group, 1 for the next, ...; children of a table
+ * without time get a random rank below the width.  So when S or R runs out
+ * within a hop level, the newest rows of every group are the ones kept.
+ * UNIFORM: prio() (rank and class unused).
+ */
+static inline uint64_t
+child_prio(const HwSampler *s, unsigned hops, unsigned older, unsigned rank, uint64_t *rng)
+{
+	if (!s->recent)
+		return prio(1, hops, rng);
+	return (1ULL << 63) | ((uint64_t) (hops & 0xffff) << 47) | ((uint64_t) older << 46) |
+		((uint64_t) (rank < 63 ? rank : 63) << 40) | (rng_next(rng) >> 24);
+}
+
+/* rank of a child of a table without time (RECENT): random below the width */
+static inline unsigned
+untimed_rank(const HwSampler *s, uint64_t *rng)
+{
+	return s->recent ? rng_below(rng, (uint32_t) s->cfg.bfs_child_width) : 0;
 }
 
 /* -------------------------------------------------------------- cell values */
@@ -575,7 +633,6 @@ static bool
 push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t obs,
 			  unsigned hops, uint16_t ctable, uint64_t *rng)
 {
-	const HwSnapshot *snap = s->snap;
 	const int64_t *pt = s->pf_time;
 	uint32_t width = (uint32_t) s->cfg.bfs_child_width;
 	uint64_t deg = e1 - e0;
@@ -608,7 +665,8 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 		if (nch == lim)
 		{
 			for (uint32_t k = 0; k < nch; k++)
-				if (!heap_push(w, prio(1, hops, rng), snap->pf_dst[chosen[k]], (uint16_t) hops, ctable, 0))
+				if (!heap_push(w, child_prio(s, hops, 0, untimed_rank(s, rng), rng), s->pf_child[chosen[k]],
+							   (uint16_t) hops, ctable, 0))
 					return false;
 			return true;
 		}
@@ -620,7 +678,7 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 
 	for (uint64_t e = e0; e < e1; e++)
 		if (pt[e] <= obs)
-			w->buf[m++] = snap->pf_dst[e];
+			w->buf[m++] = s->pf_child[e];
 	uint32_t k = m < width ? m : width;
 
 	for (uint32_t i = 0; i < k; i++)
@@ -634,9 +692,82 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 			w->buf[i] = w->buf[j];
 			w->buf[j] = tmp;
 		}
-		if (!heap_push(w, prio(1, hops, rng), w->buf[i], (uint16_t) hops, ctable, 0))
+		if (!heap_push(w, child_prio(s, hops, 0, untimed_rank(s, rng), rng), w->buf[i], (uint16_t) hops, ctable, 0))
 			return false;
 	}
+	return true;
+}
+
+/*
+ * RECENT policy for group [e0, e1) of a child table with a time column:
+ * pf_time/pf_child of the group are sorted by (time, row) ascending, so the
+ * children at or before obs are the prefix [e0, e0 + m) (binary search; NULL
+ * times, HW_NO_TIME, sort first), the most recent k are its last k, and the
+ * older fill is a uniform (width - k)-subset of the rest drawn with Floyd's
+ * algorithm: exactly width - k draws, no scan of the group, whatever its
+ * size.
+ */
+static bool
+push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t obs,
+					 unsigned hops, uint16_t ctable, uint64_t *rng)
+{
+	const int64_t *pt = s->pf_time;
+	const uint32_t *dst = s->pf_child;
+	uint32_t width = (uint32_t) s->cfg.bfs_child_width;
+	uint64_t end = e1;
+
+	if (width == 0 || e1 == e0)
+		return true;
+	if (pt[e1 - 1] > obs)
+	{
+		uint64_t lo = e0, hi = e1 - 1;  /* first child after obs */
+
+		while (lo < hi)
+		{
+			uint64_t mid = lo + (hi - lo) / 2;
+
+			if (pt[mid] <= obs)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		end = lo;
+	}
+	uint64_t m = end - e0;
+
+	if (m <= width)
+	{
+		for (uint64_t e = end; e-- > e0;)
+			if (!heap_push(w, child_prio(s, hops, 0, (unsigned) (end - 1 - e), rng), dst[e], (uint16_t) hops, ctable, 0))
+				return false;
+		return true;
+	}
+	uint32_t k = s->recent_k;
+
+	for (uint64_t e = end; e-- > end - k;)
+		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) (end - 1 - e), rng), dst[e], (uint16_t) hops, ctable, 0))
+			return false;
+	/* Floyd: a uniform need-subset of [0, nold) in exactly need draws */
+	uint32_t need = width - k;
+	uint32_t nold = (uint32_t) (m - k);
+	uint32_t chosen[64];
+	uint32_t nch = 0;
+
+	for (uint32_t j = nold - need; j < nold; j++)
+	{
+		uint32_t t = rng_below(rng, j + 1);
+
+		for (uint32_t q = 0; q < nch; q++)
+			if (chosen[q] == t)
+			{
+				t = j;
+				break;
+			}
+		chosen[nch++] = t;
+	}
+	for (uint32_t q = 0; q < nch; q++)
+		if (!heap_push(w, child_prio(s, hops, 1, 0, rng), dst[e0 + chosen[q]], (uint16_t) hops, ctable, 0))
+			return false;
 	return true;
 }
 
@@ -668,7 +799,7 @@ push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
 
 		if (t->anchor_row[i] != anchor)
 			break;
-		if (!heap_push(w, prio(1, hops, rng), i, (uint16_t) hops, 0, 1))
+		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) k, rng), i, (uint16_t) hops, 0, 1))
 			return false;
 	}
 	return true;
@@ -1014,6 +1145,7 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 		__builtin_prefetch(&snap->fp_fk[fp0]);
 		__builtin_prefetch(&snap->pf_fk[k0]);
 		__builtin_prefetch(&s->pf_time[k0]);
+		__builtin_prefetch(&s->pf_child[k0]);
 		so->rows[nrows].row = g;
 		so->rows[nrows].vseed = -1;
 		w->row_start[nrows] = (uint16_t) ncells;
@@ -1047,7 +1179,8 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 			while (k < k1 && snap->pf_fk[k] == fk)
 				k++;
-			if (!push_children(s, w, k0, k, obs, h, s->fk_child_table[fk], &rng))
+			if (!(s->fk_recent[fk] ? push_children_recent(s, w, k0, k, obs, h, s->fk_child_table[fk], &rng)
+				  : push_children(s, w, k0, k, obs, h, s->fk_child_table[fk], &rng)))
 				return false;
 			k0 = k;
 		}
@@ -1269,6 +1402,99 @@ build_row_cache(const HwTable *tb, TableInfo *inf)
 	return 0;
 }
 
+typedef struct TimedChild
+{
+	int64_t  t;
+	uint32_t row;
+} TimedChild;
+
+static int
+cmp_timed(const void *a, const void *b)
+{
+	const TimedChild *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+/*
+ * RECENT policy: sorts each P->F group of a temporal FK by (child time,
+ * child row) ascending, in pf_time and pf_child_own together.  The groups
+ * stay where they are (pf_off/pf_fk unchanged).  Children usually arrive
+ * in time order already, so an insertion sort does the small groups in
+ * about one pass; large ones go through qsort.
+ */
+static int
+sort_recent_groups(HwSampler *s)
+{
+	const HwSnapshot *snap = s->snap;
+	TimedChild *tmp = NULL;
+	size_t tmp_cap = 0;
+
+	for (uint32_t r = 0; r < snap->nrows; r++)
+	{
+		uint64_t e = snap->pf_off[r], e1 = snap->pf_off[r + 1];
+
+		while (e < e1)
+		{
+			uint16_t fk = snap->pf_fk[e];
+			uint64_t g1 = e + 1;
+
+			while (g1 < e1 && snap->pf_fk[g1] == fk)
+				g1++;
+			uint64_t n = g1 - e;
+
+			if (s->fk_recent[fk] && n > 1)
+			{
+				int64_t *pt = s->pf_time + e;
+				uint32_t *pd = s->pf_child_own + e;
+
+				if (n <= 32)
+				{
+					for (uint64_t i = 1; i < n; i++)
+					{
+						int64_t t = pt[i];
+						uint32_t d = pd[i];
+						uint64_t j = i;
+
+						while (j > 0 && (pt[j - 1] > t || (pt[j - 1] == t && pd[j - 1] > d)))
+						{
+							pt[j] = pt[j - 1];
+							pd[j] = pd[j - 1];
+							j--;
+						}
+						pt[j] = t;
+						pd[j] = d;
+					}
+				}
+				else
+				{
+					if (grow((void **) &tmp, &tmp_cap, n, sizeof(TimedChild)) != 0)
+					{
+						free(tmp);
+						return -1;
+					}
+					for (uint64_t i = 0; i < n; i++)
+					{
+						tmp[i].t = pt[i];
+						tmp[i].row = pd[i];
+					}
+					qsort(tmp, n, sizeof(TimedChild), cmp_timed);
+					for (uint64_t i = 0; i < n; i++)
+					{
+						pt[i] = tmp[i].t;
+						pd[i] = tmp[i].row;
+					}
+				}
+			}
+			e = g1;
+		}
+	}
+	free(tmp);
+	return 0;
+}
+
 void
 hw_sampler_free(HwSampler *s)
 {
@@ -1296,6 +1522,8 @@ hw_sampler_free(HwSampler *s)
 		}
 	free(s->tinfo);
 	free(s->pf_time);
+	free(s->pf_child_own);
+	free(s->fk_recent);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
 	free(s->weights);
@@ -1356,13 +1584,16 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 	if (cfg->batch_size < 1 || cfg->batch_size > 65535 || cfg->seq_len < 2 || cfg->seq_len > 65535 ||
 		cfg->max_rows < 1 || cfg->max_rows > 65535 || cfg->bfs_child_width < 0 ||
 		cfg->bfs_child_width > 64 || cfg->world_size < 1 || cfg->rank < 0 ||
-		cfg->rank >= cfg->world_size || cfg->n_threads < 0)
+		cfg->rank >= cfg->world_size || cfg->n_threads < 0 ||
+		hw_child_sampling_name(cfg->child_sampling) == NULL ||
+		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width)
 	{
 		hw_error_set(err, HW_ERR_INVALID,
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (2..65535), max_rows %d "
-					 "(1..65535), bfs_child_width %d (0..64), rank %d of world_size %d",
+					 "(1..65535), bfs_child_width %d (0..64), rank %d of world_size %d, child_sampling %d "
+					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width)",
 					 cfg->batch_size, cfg->seq_len, cfg->max_rows, cfg->bfs_child_width,
-					 cfg->rank, cfg->world_size);
+					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children);
 		return NULL;
 	}
 	HwSampler *s = calloc(1, sizeof(HwSampler));
@@ -1372,6 +1603,8 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 	s->snap = snap;
 	s->cfg = *cfg;
 	s->cfg.task_weights = NULL;
+	s->recent = cfg->child_sampling == HW_CHILD_RECENT;
+	s->recent_k = (uint32_t) (cfg->recent_children < 0 ? (cfg->bfs_child_width + 1) / 2 : cfg->recent_children);
 	s->ntasks = ntasks;
 	s->tasks = malloc(sizeof(HwTask *) * (size_t) ntasks);
 	s->weights = malloc(sizeof(double) * (size_t) ntasks);
@@ -1464,6 +1697,27 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		inf->stype = malloc((size_t) tb->ncols + 1);
 		if (!inf->col || !inf->gid || !inf->stype)
 			goto oom;
+		/* key cells: without key_cells, identifier columns are left out,
+		 * except a cell task's target and, in a table of nothing but
+		 * identifiers, the first one (sampler.h) */
+		int keep_id = -1;
+
+		if (!cfg->key_cells)
+		{
+			bool any_value = false;
+
+			for (int c = 0; c < tb->ncols; c++)
+			{
+				const HwColumn *col = &tb->cols[c];
+
+				if (col->global_id < 0 || col->stype <= HW_ST_IDENTIFIER || col->stype >= HW_ST_IGNORED)
+					continue;
+				any_value = true;
+			}
+			for (int c = 0; c < tb->ncols && !any_value && keep_id < 0; c++)
+				if (tb->cols[c].stype == HW_ST_IDENTIFIER && tb->cols[c].global_id >= 0)
+					keep_id = c;
+		}
 		for (int c = 0; c < tb->ncols; c++)
 		{
 			const HwColumn *col = &tb->cols[c];
@@ -1471,6 +1725,16 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 			if (col->stype == HW_ST_IGNORED || col->global_id < 0 || col->stype < 0 ||
 				col->stype >= HW_N_STYPES)
 				continue;
+			if (col->stype == HW_ST_IDENTIFIER && !cfg->key_cells && c != keep_id)
+			{
+				bool target = false;
+
+				for (int i = 0; i < ntasks; i++)
+					target |= s->tasks[i]->kind == HW_TASK_CELL && s->tasks[i]->anchor_table == ti &&
+						s->tasks[i]->target_col == c;
+				if (!target)
+					continue;
+			}
 			bool ok = col->stype == HW_ST_IDENTIFIER ||
 				(col->stype == HW_ST_NUMERICAL && col->f32) ||
 				(col->stype == HW_ST_TIMESTAMP && col->i64) ||
@@ -1499,14 +1763,32 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		s->pf_time = malloc(sizeof(int64_t) * (ne + 1));
 		s->fk_child_table = malloc(sizeof(uint16_t) * ((size_t) snap->nfks + 1));
 		s->fk_parent_table = malloc(sizeof(uint16_t) * ((size_t) snap->nfks + 1));
-		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table)
+		s->fk_recent = calloc((size_t) snap->nfks + 1, 1);
+		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent)
 			goto oom;
 		for (uint64_t e = 0; e < ne; e++)
 			s->pf_time[e] = snap->row_time_us[snap->pf_dst[e]];
+		bool any_recent = false;
+
 		for (int f = 0; f < snap->nfks; f++)
 		{
 			s->fk_child_table[f] = (uint16_t) snap->fks[f].child_table;
 			s->fk_parent_table[f] = (uint16_t) snap->fks[f].parent_table;
+			s->fk_recent[f] = s->recent && snap->fks[f].child_table >= 0 &&
+				snap->fks[f].child_table < snap->ntables &&
+				snap->tables[snap->fks[f].child_table].time_col >= 0;
+			any_recent |= s->fk_recent[f] != 0;
+		}
+		s->pf_child = snap->pf_dst;
+		if (any_recent && ne > 0)
+		{
+			s->pf_child_own = malloc(sizeof(uint32_t) * ne);
+			if (s->pf_child_own == NULL)
+				goto oom;
+			memcpy(s->pf_child_own, snap->pf_dst, sizeof(uint32_t) * ne);
+			if (sort_recent_groups(s) != 0)
+				goto oom;
+			s->pf_child = s->pf_child_own;
 		}
 	}
 	init_time_tables(s);

@@ -20,8 +20,9 @@
  *
  * Determinism: batch k of a split is a pure function of (cfg.seed, cfg.rank,
  * cfg.world_size, split, k, snapshot, tasks, batch_size, seq_len, max_rows,
- * bfs_child_width, task_weights) -- never of n_threads or of which batches
- * were drawn before.  So "sampler position = batch number" for resuming.
+ * bfs_child_width, child_sampling, recent_children, key_cells, task_weights)
+ * -- never of n_threads or of which batches were drawn before.  So "sampler
+ * position = batch number" for resuming.
  *
  * Which seeds form batch k of split s:
  *   task  = weighted draw from task_weights (hash of seed, rank, split, k)
@@ -39,11 +40,12 @@
  *   and one parent, the anchor row.  BFS from row 0 with a priority queue
  *   keyed (reached by child edge?, hops, random tie): rows reached F->P
  *   (parents) always before rows reached P->F; then fewest hops; ties by a
- *   seeded random key.  Popping a row emits all its non-ignored cells in
- *   column order and pushes all its parents; its children are pushed per FK
- *   after dropping those whose table time is after the seed's observation
- *   time (raw int64 µs compare; rows without time are kept) and sampling
- *   the rest down to bfs_child_width per FK (uniform without replacement).
+ *   seeded random key.  Popping a row emits its cells (non-ignored; see
+ *   key cells below) in column order and pushes all its parents; its
+ *   children are pushed per FK after dropping those whose table time is
+ *   after the seed's observation time (raw int64 µs compare; rows without
+ *   time are kept) and sampling the rest down to bfs_child_width per FK
+ *   (child_sampling, below).
  *   Only P->F children are time-filtered: parents are always followed, also
  *   parents reached from a parent (a customer created after the order date
  *   would still show; this is the seeds' rule).  Stop when S cells are
@@ -54,6 +56,30 @@
  *   bfs_child_width) are pushed as child rows of the anchor: virtual rows
  *   [obs time, target visible] with an FK to the anchor.  Seeds without a
  *   cutoff have no history.
+ *
+ * Child sampling (per FK of a popped row, W = bfs_child_width, m = children
+ * left after the time filter; m <= W: all of them):
+ *   HW_CHILD_RECENT (default) for a child table with a time column: the
+ *     k = recent_children (default ceil(W/2)) most recent children (by the
+ *     child table's time; ties: the higher row; NULL times count as
+ *     oldest), then W - k drawn uniformly without replacement from the
+ *     older ones.  In the frontier, within a hop count, the recent picks
+ *     come before the older draws, newest first (rank 0 = a group's newest,
+ *     1 = the next, ...; label-history rows likewise; ties between groups
+ *     at random), so a budget that runs out keeps the newest rows.  Children
+ *     of a table without a time column: uniform, as below, at a random rank
+ *     below W.
+ *   HW_CHILD_UNIFORM: a uniform W-subset of the m (the sampler before
+ *     child_sampling existed, bit for bit).
+ *
+ * Key cells: identifier columns (PK/FK columns and id-like columns: a
+ * presence-only value, their information is the FK structure: fk_adj and
+ * the rows themselves) emit no cells unless key_cells is set.  Exceptions:
+ * a cell task's target column always emits; a table whose every emitted
+ * column is an identifier keeps its first identifier column, so its rows
+ * (link tables) still hold a position that links their parents and
+ * children.  Column ids are unchanged (global ids; the column-name table
+ * keeps every column).
  *
  * Tensors (batch.h): values from the snapshot columns (numerical z-score,
  * timestamp via hw_time_encode with the snapshot's ts_mean_us/ts_std_us,
@@ -85,12 +111,27 @@
 #include "batch.h"
 #include "task.h"
 
+/* HwSamplerConfig.child_sampling */
+typedef enum HwChildSampling
+{
+	HW_CHILD_RECENT = 0,        /* most recent first, then older ones sampled (default) */
+	HW_CHILD_UNIFORM = 1        /* uniform over the whole (time-filtered) history */
+} HwChildSampling;
+
+/* "recent" / "uniform"; NULL if out of range.  _from_name: -1 if unknown. */
+const char *hw_child_sampling_name(int policy);
+int         hw_child_sampling_from_name(const char *name);
+
 typedef struct HwSamplerConfig
 {
 	int32_t   batch_size;       /* B, default 32 */
 	int32_t   seq_len;          /* S, default 1024 (<= 65535) */
 	int32_t   max_rows;         /* R cap per sequence, default 200 (<= 65535) */
 	int32_t   bfs_child_width;  /* children kept per FK per row, default 16 */
+	int32_t   child_sampling;   /* HwChildSampling, default HW_CHILD_RECENT */
+	int32_t   recent_children;  /* RECENT: the most recent kept per FK (0..bfs_child_width);
+								 * -1 (default) = half of bfs_child_width, rounded up */
+	bool      key_cells;        /* emit identifier (key) cells, default false */
 	uint64_t  seed;             /* sampling randomness, default 0 */
 	int32_t   rank;             /* default 0 */
 	int32_t   world_size;       /* default 1 */

@@ -100,6 +100,78 @@ int_array(const int64 *v, int n)
 
 /* ------------------------------------------------------------ rt_sample_batches */
 
+/*
+ * The sampler options of rt_sample_batches(options => ...): the keys of
+ * rt_train that shape sequences, so a person can look at what training
+ * sees.  Caller connected to SPI.
+ */
+static void
+sample_options(Datum options, HwSamplerConfig *cfg)
+{
+	static const char *const keys[] = {"max_rows", "child_width", "child_sampling", "recent_children",
+									   "key_cells", NULL};
+	Oid     argtypes[1] = {JSONBOID};
+	Datum   values[1] = {options};
+	char   *v;
+
+	if (SPI_execute_with_args("SELECT jsonb_typeof($1)", 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("rt_sample_batches options must be a JSON object"),
+						errhint("For example: options => '{\"key_cells\": true}'")));
+	if (SPI_execute_with_args("SELECT k FROM jsonb_object_keys($1) k WHERE k <> ALL ("
+							  "'{max_rows,child_width,child_sampling,recent_children,key_cells}') ORDER BY k LIMIT 1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the options");
+	if (SPI_processed > 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("unknown rt_sample_batches option \"%s\"",
+							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+						errhint("Valid options are: max_rows, child_width, child_sampling, recent_children, key_cells.")));
+	for (int i = 0; keys[i]; i++)
+	{
+		Oid     at[2] = {JSONBOID, TEXTOID};
+		Datum   av[2] = {options, CStringGetTextDatum(keys[i])};
+		char   *end;
+		long    x = 0;
+
+		if (SPI_execute_with_args("SELECT $1 ->> $2", 2, at, av, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the options");
+		v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		if (v == NULL)
+			continue;
+		if (i == 2)
+		{
+			if ((cfg->child_sampling = hw_child_sampling_from_name(v)) < 0)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("option \"child_sampling\" must be \"recent\" or \"uniform\", got \"%s\"", v)));
+			continue;
+		}
+		if (i == 4)
+		{
+			if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("option \"key_cells\" must be true or false, got \"%s\"", v)));
+			cfg->key_cells = strcmp(v, "true") == 0;
+			continue;
+		}
+		x = strtol(v, &end, 10);
+		if (*end != '\0' || x < (i == 3 ? 0 : 1) || x > 65535)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("option \"%s\" must be an integer >= %d, got \"%s\"", keys[i], i == 3 ? 0 : 1, v)));
+		if (i == 0)
+			cfg->max_rows = (int32) x;
+		else if (i == 1)
+			cfg->bfs_child_width = (int32) x;
+		else
+			cfg->recent_children = (int32) x;
+	}
+	if (cfg->recent_children > cfg->bfs_child_width)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("option \"recent_children\" (%d) must be at most child_width (%d)",
+							   cfg->recent_children, cfg->bfs_child_width)));
+}
+
 PG_FUNCTION_INFO_V1(rt_sample_batches);
 Datum
 rt_sample_batches(PG_FUNCTION_ARGS)
@@ -111,6 +183,8 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 	int32 B = PG_GETARG_INT32(4);
 	int32 S = PG_GETARG_INT32(5);
 	int64 seed = PG_GETARG_INT64(6);
+	Datum options = PG_GETARG_DATUM(7);
+	HwSamplerConfig cfg;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int32 model_id = hw_pg_model_id(model, false);
 	int split = hw_split_from_name(split_name);
@@ -144,6 +218,8 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	check_model(model_id, "sample batches of");
+	hw_sampler_config_default(&cfg);
+	sample_options(options, &cfg);
 	SPI_finish();
 
 	HwSnapshot *snap = hw_pg_snapshot_load_in_context(model_id, CurrentMemoryContext);
@@ -165,10 +241,8 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 								"options split_ratios.", tasks[ti]->split_count[0], tasks[ti]->split_count[1],
 								tasks[ti]->split_count[2])));
 	double *w = palloc0(sizeof(double) * ntasks);
-	HwSamplerConfig cfg;
 
 	w[ti] = 1.0;
-	hw_sampler_config_default(&cfg);
 	cfg.batch_size = B;
 	cfg.seq_len = S;
 	cfg.seed = (uint64_t) seed;

@@ -54,9 +54,12 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 		escape_json(&preset_json, preset);
 		char *config = psprintf("{\"preset\": %s, \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
 								"\"batch_size\": %d, \"seq_len\": %d, \"max_rows\": %d, \"child_width\": %d, "
+								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, "
 								"\"seed\": %llu, \"lr\": %g, \"total_steps\": %d}",
 								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
 								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
+								hw_child_sampling_name(scfg->child_sampling), scfg->recent_children,
+								scfg->key_cells ? "true" : "false",
 								(unsigned long long) scfg->seed, mc->lr, mc->total_steps);
 		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID, INT8OID};
 		Datum   values[8] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
@@ -117,16 +120,22 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 	return ckpt_id;
 }
 
-static int64
-json_int(const char *config, const char *key, int64 dflt)
+static char *
+json_text(const char *config, const char *key)
 {
 	Oid     argtypes[2] = {TEXTOID, TEXTOID};
 	Datum   values[2] = {CStringGetTextDatum(config), CStringGetTextDatum(key)};
-	char   *v;
 
 	if (SPI_execute_with_args("SELECT $1::jsonb ->> $2", 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		return dflt;
-	v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+static int64
+json_int(const char *config, const char *key, int64 dflt)
+{
+	char   *v = json_text(config, key);
+
 	return v ? strtoll(v, NULL, 10) : dflt;
 }
 
@@ -171,6 +180,14 @@ hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 	info->seq_len = (int32) json_int(config, "seq_len", 1024);
 	info->max_rows = (int32) json_int(config, "max_rows", 200);
 	info->child_width = (int32) json_int(config, "child_width", 16);
+	/* checkpoints from before these options were trained with uniform
+	 * children and key cells: keep predicting as they were trained */
+	char *cs = json_text(config, "child_sampling");
+	char *kc = json_text(config, "key_cells");
+
+	info->child_sampling = cs ? hw_child_sampling_from_name(cs) : HW_CHILD_UNIFORM;
+	info->recent_children = (int32) json_int(config, "recent_children", -1);
+	info->key_cells = kc ? strcmp(kc, "true") == 0 : true;
 	info->seed = (uint64) json_int(config, "seed", 0);
 
 	/* best val loss so far in its run (for "is this checkpoint the best") */
@@ -234,5 +251,8 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->seq_len = info->seq_len;
 	cfg->max_rows = info->max_rows;
 	cfg->bfs_child_width = info->child_width;
+	cfg->child_sampling = info->child_sampling;
+	cfg->recent_children = info->recent_children;
+	cfg->key_cells = info->key_cells;
 	cfg->seed = info->seed;
 }

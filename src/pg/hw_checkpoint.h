@@ -29,6 +29,8 @@ typedef struct HwCheckpointInfo
 	uint64  sampler_position;   /* next train batch number */
 	double  best_val;           /* best val loss among its run's checkpoints (inf if none) */
 	int32   batch_size, seq_len, max_rows, child_width;
+	int32   child_sampling, recent_children;    /* HwChildSampling; -1 = half the width */
+	bool    key_cells;
 	uint64  seed;
 } HwCheckpointInfo;
 

@@ -30,7 +30,8 @@ typedef enum OptKind
 	OPT_FLAG,        /* true / false, or 1 / 0 */
 	OPT_INT,         /* an integral number in [min, max] */
 	OPT_NUM,         /* a number in [min, max] ((min, max] when min_exclusive) */
-	OPT_WEIGHTS      /* {"task": number in [min, max], ...} */
+	OPT_WEIGHTS,     /* {"task": number in [min, max], ...} */
+	OPT_SAMPLING     /* "recent" | "uniform" (hw_child_sampling_from_name) */
 } OptKind;
 
 typedef struct OptSpec
@@ -66,6 +67,9 @@ static const OptSpec opt_specs[] = {
 	{"full_attention", OPT_FLAG, 0, 1, false, "adds the full-attention sublayer"},
 	{"max_rows", OPT_INT, 1, 65535, false, "rows per sequence"},
 	{"child_width", OPT_INT, 1, 64, false, "children kept per foreign key and row"},
+	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},
+	{"recent_children", OPT_INT, 0, 64, false, "of child_width, how many are the most recent (default: half)"},
+	{"key_cells", OPT_BOOL, 0, 0, false, "emit cells for key columns"},
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
 	{NULL}
 };
@@ -97,6 +101,9 @@ opt_hint(const OptSpec *o)
 								fmt_num(o->min), fmt_num(o->max), o->what);
 			return psprintf("%s must be a number from %s to %s (%s).", o->key, fmt_num(o->min),
 							fmt_num(o->max), o->what);
+		case OPT_SAMPLING:
+			return psprintf("%s must be \"recent\" (the most recent children first, then older ones drawn) "
+							"or \"uniform\" (%s).", o->key, o->what);
 		case OPT_WEIGHTS:
 			return psprintf("%s must be an object {\"task\": weight} of the tasks being trained, weights "
 							"from %s to %s (relative shares of the batches; absent tasks weigh 1).",
@@ -183,6 +190,15 @@ check_value(const OptSpec *o, const JsonbValue *v)
 			if (!json_number(v, &x) || !in_range(o, x))
 				bad_value(o, v);
 			return x;
+		case OPT_SAMPLING:
+			{
+				int         c = v->type == jbvString
+					? hw_child_sampling_from_name(pnstrdup(v->val.string.val, v->val.string.len)) : -1;
+
+				if (c < 0)
+					bad_value(o, v);
+				return c;
+			}
 		case OPT_WEIGHTS:
 			{
 				JsonbIterator *it;
@@ -316,6 +332,12 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->scfg.max_rows = (int32) x;
 			else if (strcmp(key, "child_width") == 0)
 				st->scfg.bfs_child_width = (int32) x;
+			else if (strcmp(key, "child_sampling") == 0)
+				st->scfg.child_sampling = (int) x;
+			else if (strcmp(key, "recent_children") == 0)
+				st->scfg.recent_children = (int32) x;
+			else if (strcmp(key, "key_cells") == 0)
+				st->scfg.key_cells = x != 0;
 			else if (strcmp(key, "seed") == 0)
 				st->mcfg.seed = (uint64) x;
 			else if (strcmp(key, "task_weights") == 0)
@@ -340,6 +362,12 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 						st->mcfg.batch_size, st->mcfg.seq_len),
 				 errhint("batch_size * seq_len (cells per batch) must be at most %d "
 						 "(a value not given is the preset's).", HW_TRAIN_MAX_TOKENS)));
+	if (st->scfg.recent_children > st->scfg.bfs_child_width)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
+						st->scfg.recent_children, st->scfg.bfs_child_width),
+				 errhint("recent_children must be at most child_width (default 16).")));
 	if (hw_model_config_finish(&st->mcfg, &err) != HW_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -47,8 +47,12 @@ SELECT is((SELECT count(*) FROM seqs WHERE (SELECT count(*) FROM unnest(tgt) v W
 CREATE TEMP TABLE cells AS
 SELECT s.task, s.id, s.b, q.* FROM seqs s, rt_batch_sequence(s.id, s.b) q
 WHERE s.task = 'pg_rating' AND NOT q.is_padding;
+-- (c1: the first cell of sequence row 1, whichever column it is: the key
+-- columns actor_id and film_id emit no cells by default)
 SELECT is((SELECT count(*) FROM cells c0 JOIN cells c1 ON c1.id = c0.id AND c1.b = c0.b AND c1.seq_row = 1
-                                                     AND c1.column_name = 'actor_id'
+                                                     AND c1.position = (SELECT min(x.position) FROM cells x
+                                                                        WHERE x.id = c0.id AND x.b = c0.b
+                                                                          AND x.seq_row = 1)
            WHERE c0.seq_row = 0 AND c0.is_target
              AND c0.value = (SELECT f.rating::text FROM film f
                              WHERE f.film_id = split_part(c1.row_key, E'\x1f', 2)::int)

@@ -99,6 +99,103 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 	HwBatch *b = NULL;
 
 	CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+	/* rows: o1 (seed), c0 (parent), o0 (child of c0 at day 10 <= 20; o2 at
+	 * day 30 dropped); no cells for the identifier columns (customer id 0,
+	 * orders id 4, customer_id 5) */
+	CHECK_EQ_INT(b->R, 3);
+	const int cols[7] = {6, 7, 1, 2, 3, 6, 7};
+	const int rows[7] = {0, 0, 1, 1, 1, 2, 2};
+	const int st[7] = {2, 1, 1, 4, 5, 2, 1};
+
+	for (int p = 0; p < 7; p++)
+	{
+		CHECK_EQ_INT(b->column_ids[p], cols[p]);
+		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
+		CHECK_EQ_INT(b->semantic_types[p], st[p]);
+		CHECK_EQ_INT(b->is_padding[p], 0);
+		CHECK_EQ_INT(b->is_target[p], p == 1);
+		CHECK_EQ_INT(b->is_null[p], 0);
+	}
+	for (int p = 7; p < 16; p++)
+	{
+		CHECK_EQ_INT(b->is_padding[p], 1);
+		CHECK_EQ_INT(b->column_ids[p], 0);
+		CHECK_EQ_INT(b->is_target[p], 0);
+	}
+	/* values: amount z-scores (mean 25, std sqrt(125)); age z of 30 (mean 40, std sqrt(200/3)) */
+	CHECK_CLOSE(b->numeric_values[1], (20.0 - 25.0) / sqrt(125.0), 1e-6, 0);
+	CHECK_CLOSE(b->numeric_values[6], (10.0 - 25.0) / sqrt(125.0), 1e-6, 0);
+	CHECK_CLOSE(b->numeric_values[2], (30.0 - 40.0) / sqrt(200.0 / 3.0), 1e-6, 0);
+	CHECK_EQ_INT(b->categorical_embed_ids[3], 1);
+	CHECK_EQ_INT(b->text_embed_ids[4], 0);           /* batch-local */
+	CHECK_EQ_INT(b->U, 1);
+	CHECK(memcmp(b->text_batch_embeddings, s->text_emb + 5 * 4, 4 * 2) == 0);
+	float ts[15];
+
+	hw_time_encode(T0_US + 20 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
+	CHECK(memcmp(b->timestamp_values + 0 * 15, ts, sizeof(ts)) == 0);
+	hw_time_encode(T0_US + 10 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
+	CHECK(memcmp(b->timestamp_values + 5 * 15, ts, sizeof(ts)) == 0);
+	/* fk_adj [1,3,3]: o1 -> c0, o0 -> c0 (the structure the key cells carried) */
+	const uint8_t adj[9] = {0, 1, 0, 0, 0, 0, 0, 1, 0};
+
+	CHECK(memcmp(b->fk_adj, adj, 9) == 0);
+	/* permutations (hand-computed, see docs/sampler.md): rows in RCM order
+	 * out [o0, o1, c0], in [o0, c0, o1] as with key cells; col_perm by
+	 * column id 1, 2, 3, 6, 6, 7, 7 */
+	const int colp[16] = {2, 3, 4, 0, 5, 1, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+	const int outp[16] = {5, 6, 0, 1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+	const int inp[16] = {5, 6, 2, 3, 4, 0, 1, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+	if (!u16_eq(b->col_perm, colp, 16)) print_u16("col_perm", b->col_perm, 16);
+	if (!u16_eq(b->out_perm, outp, 16)) print_u16("out_perm", b->out_perm, 16);
+	if (!u16_eq(b->in_perm, inp, 16)) print_u16("in_perm", b->in_perm, 16);
+	CHECK(u16_eq(b->col_perm, colp, 16));
+	CHECK(u16_eq(b->out_perm, outp, 16));
+	CHECK(u16_eq(b->in_perm, inp, 16));
+	CHECK_EQ_INT(b->target_stype, HW_ST_NUMERICAL);
+	CHECK_EQ_INT(b->task_idx, 0);
+	CHECK_EQ_INT(b->cat_emb_count, 0);
+	hw_batch_free(b);
+
+	/* prediction path: same sequence, target value slot zeroed */
+	uint32_t anchor = 4;
+
+	CHECK(hw_sampler_build_for_seeds(sm, 0, &anchor, NULL, 1, &b, &err) == HW_OK);
+	CHECK_EQ_INT(b->is_target[1], 1);
+	CHECK(b->numeric_values[1] == 0.0f);
+	CHECK_EQ_INT(b->R, 3);
+	hw_batch_free(b);
+	hw_sampler_free(sm);
+	hw_task_free(t);
+	synth_free(s);
+}
+
+UNIT_TEST(sampler_exact_cell_task_sequence_key_cells)
+{
+	HwSnapshot *s = tiny();
+	HwError err = {0};
+
+	CHECK(s != NULL);
+	HwTask *t = hw_task_new("amount", HW_TASK_CELL, &err);
+
+	CHECK(hw_task_build_cell(t, s, 1, 3, &err) == HW_OK);
+	CHECK_EQ_INT(t->nseeds, 4);
+	CHECK_EQ_INT(t->obs_time_us[1], T0_US + 20 * DAY_US);
+	HwSamplerConfig cfg;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 1;
+	cfg.seq_len = 16;
+	cfg.n_threads = 1;
+	cfg.key_cells = true;       /* the identifier columns emit cells too */
+	HwSampler *sm = hw_sampler_create(s, &t, 1, &cfg, &err);
+
+	CHECK_MSG(sm != NULL, "%s", err.msg);
+	uint32_t seed = 1;           /* o1 */
+	HwBatch *b = NULL;
+
+	CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
 	/* rows: o1 (seed), c0 (parent), o0 (child of c0 at day 10 <= 20; o2 at day 30 dropped) */
 	CHECK_EQ_INT(b->R, 3);
 	const int cols[12] = {4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7};
@@ -201,12 +298,13 @@ UNIT_TEST(sampler_exact_query_task_with_history)
 	HwBatch *b = NULL;
 
 	CHECK(hw_sampler_seed_batch(sm, 0, seeds, 2, &b, &err) == HW_OK);
-	/* sequence 0: virtual row, c1, history row of seed 0 (o3 at day 5 > day 4 dropped) */
-	const int cols[8] = {8, 9, 0, 1, 2, 3, 8, 9};
-	const int rows[8] = {0, 0, 1, 1, 1, 1, 2, 2};
-	const int st[8] = {2, 1, 0, 1, 4, 5, 2, 1};
+	/* sequence 0: virtual row, c1 (no cell for its id), history row of
+	 * seed 0 (o3 at day 5 > day 4 dropped) */
+	const int cols[7] = {8, 9, 1, 2, 3, 8, 9};
+	const int rows[7] = {0, 0, 1, 1, 1, 2, 2};
+	const int st[7] = {2, 1, 1, 4, 5, 2, 1};
 
-	for (int p = 0; p < 8; p++)
+	for (int p = 0; p < 7; p++)
 	{
 		CHECK_EQ_INT(b->column_ids[p], cols[p]);
 		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
@@ -214,20 +312,21 @@ UNIT_TEST(sampler_exact_query_task_with_history)
 		CHECK_EQ_INT(b->is_target[p], p == 1);
 		CHECK_EQ_INT(b->is_padding[p], 0);
 	}
-	CHECK_EQ_INT(b->is_padding[8], 1);
-	CHECK_EQ_INT(b->is_padding[9], 1);
+	for (int p = 7; p < 10; p++)
+		CHECK_EQ_INT(b->is_padding[p], 1);
 	CHECK_CLOSE(b->numeric_values[1], 1.0, 1e-7, 0);     /* (2 - 1.5) / 0.5 */
-	CHECK_CLOSE(b->numeric_values[7], -1.0, 1e-7, 0);    /* history label visible */
-	CHECK_EQ_INT(b->categorical_embed_ids[4], 0);
+	CHECK_CLOSE(b->numeric_values[6], -1.0, 1e-7, 0);    /* history label visible */
+	CHECK_EQ_INT(b->categorical_embed_ids[3], 0);
 	float ts[15];
 
 	hw_time_encode(T0_US + 4 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
 	CHECK(memcmp(b->timestamp_values + 0 * 15, ts, sizeof(ts)) == 0);
 	hw_time_encode(T0_US + 3 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
-	CHECK(memcmp(b->timestamp_values + 6 * 15, ts, sizeof(ts)) == 0);
-	const int colp[10] = {2, 3, 4, 5, 0, 6, 1, 7, 8, 9};
-	const int outp[10] = {6, 7, 0, 1, 2, 3, 4, 5, 8, 9};
-	const int inp[10] = {6, 7, 2, 3, 4, 5, 0, 1, 8, 9};
+	CHECK(memcmp(b->timestamp_values + 5 * 15, ts, sizeof(ts)) == 0);
+	/* rows in RCM order: out [hist, virtual, c1], in [hist, c1, virtual] */
+	const int colp[10] = {2, 3, 4, 0, 5, 1, 6, 7, 8, 9};
+	const int outp[10] = {5, 6, 0, 1, 2, 3, 4, 7, 8, 9};
+	const int inp[10] = {5, 6, 2, 3, 4, 0, 1, 7, 8, 9};
 
 	if (!u16_eq(b->out_perm, outp, 10)) print_u16("out_perm", b->out_perm, 10);
 	if (!u16_eq(b->in_perm, inp, 10)) print_u16("in_perm", b->in_perm, 10);
@@ -236,27 +335,40 @@ UNIT_TEST(sampler_exact_query_task_with_history)
 	CHECK(u16_eq(b->in_perm, inp, 10));
 
 	/* sequence 1: virtual row of seed 2 (no cutoff -> NULL obs time, NULL
-	 * target), then c0 and its three orders (no time filter) */
+	 * target), then c0 (age, seg, bio) and its three orders (no time
+	 * filter; 2 cells each, the third cut to its first cell at S = 10) */
 	const uint16_t *rid = b->seq_row_ids + 10;
 
 	CHECK_EQ_INT(b->is_null[10], 1);
 	CHECK_EQ_INT(b->is_target[11], 1);
 	CHECK_EQ_INT(b->is_null[11], 1);
 	CHECK_EQ_INT(rid[2], 1);
-	CHECK_EQ_INT(b->column_ids[12], 0);
-	/* R = 3 = max over the batch (seq 1: virtual, c0, then full at S=10 after one order) */
-	CHECK_EQ_INT(b->R, 3);
+	CHECK_EQ_INT(b->column_ids[12], 1);
+	const int rows1[10] = {0, 0, 1, 1, 1, 2, 2, 3, 3, 4};
+	const int cols1[10] = {8, 9, 1, 2, 3, 6, 7, 6, 7, 6};
+
+	for (int p = 0; p < 10; p++)
+	{
+		CHECK_EQ_INT(rid[p], rows1[p]);
+		CHECK_EQ_INT(b->column_ids[10 + p], cols1[p]);
+		CHECK_EQ_INT(b->is_padding[10 + p], 0);
+	}
+	/* R = 5 = max over the batch (seq 1: virtual, c0, three orders) */
+	CHECK_EQ_INT(b->R, 5);
 	/* fk_adj of seq 0: 0 -> 1, 2 -> 1 */
-	const uint8_t adj0[9] = {0, 1, 0, 0, 0, 0, 0, 1, 0};
+	uint8_t adj0[25] = {0};
 
-	CHECK(memcmp(b->fk_adj, adj0, 9) == 0);
-	/* seq 1: row 0 -> 1, row 2 (an order) -> 1 */
-	const uint8_t adj1[9] = {0, 1, 0, 0, 0, 0, 0, 1, 0};
+	adj0[0 * 5 + 1] = adj0[2 * 5 + 1] = 1;
+	CHECK(memcmp(b->fk_adj, adj0, 25) == 0);
+	/* seq 1: row 0 -> 1 and the orders 2, 3, 4 -> 1 */
+	uint8_t adj1[25] = {0};
 
-	CHECK(memcmp(b->fk_adj + 9, adj1, 9) == 0);
-	/* text dedup in first-occurrence order: seq 0 has text#2 at p5 */
+	adj1[0 * 5 + 1] = adj1[2 * 5 + 1] = adj1[3 * 5 + 1] = adj1[4 * 5 + 1] = 1;
+	CHECK(memcmp(b->fk_adj + 25, adj1, 25) == 0);
+	/* text dedup in first-occurrence order: seq 0 has text#2 at p4 */
 	CHECK_EQ_INT(b->U, 2);
-	CHECK_EQ_INT(b->text_embed_ids[5], 0);
+	CHECK_EQ_INT(b->text_embed_ids[4], 0);
+	CHECK_EQ_INT(b->text_embed_ids[14], 1);
 	CHECK(memcmp(b->text_batch_embeddings, s->text_emb + 2 * 4, 8) == 0);
 	CHECK(memcmp(b->text_batch_embeddings + 4, s->text_emb + 5 * 4, 8) == 0);
 	hw_batch_free(b);
@@ -433,6 +545,8 @@ batches_equal(HwBatch *a, HwBatch *b)
 UNIT_TEST(sampler_identical_with_1_2_and_5_threads)
 {
 	shop_setup();
+	for (int mode = 0; mode < 2; mode++)
+	{
 	HwError err = {0};
 	HwSamplerConfig cfg;
 
@@ -441,6 +555,9 @@ UNIT_TEST(sampler_identical_with_1_2_and_5_threads)
 	cfg.seq_len = 512;
 	cfg.seed = 11;
 	cfg.n_threads = 1;
+	/* the defaults (recent children, no key cells), then the other two */
+	cfg.child_sampling = mode ? HW_CHILD_UNIFORM : HW_CHILD_RECENT;
+	cfg.key_cells = mode;
 	HwSampler *s1 = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
 
 	cfg.n_threads = 2;
@@ -479,6 +596,7 @@ UNIT_TEST(sampler_identical_with_1_2_and_5_threads)
 	hw_sampler_free(s1);
 	hw_sampler_free(s2);
 	hw_sampler_free(s5);
+	}
 }
 
 UNIT_TEST(sampler_epoch_covers_shard_once)
@@ -619,14 +737,14 @@ UNIT_TEST(sampler_query_prediction_masks_target)
 	HwBatch *b;
 
 	CHECK(hw_sampler_build_for_seeds(sm, 0, &anchor, &obs, 1, &b, &err) == HW_OK);
-	const int cols[8] = {8, 9, 0, 1, 2, 3, 8, 9};
+	const int cols[7] = {8, 9, 1, 2, 3, 8, 9};
 
-	for (int p = 0; p < 8; p++)
+	for (int p = 0; p < 7; p++)
 		CHECK_EQ_INT(b->column_ids[p], cols[p]);
 	CHECK_EQ_INT(b->is_target[1], 1);
 	CHECK(b->numeric_values[1] == 0.0f);
 	CHECK_EQ_INT(b->is_null[1], 0);
-	CHECK_CLOSE(b->numeric_values[7], -1.0, 1e-7, 0);
+	CHECK_CLOSE(b->numeric_values[6], -1.0, 1e-7, 0);
 	hw_batch_free(b);
 	/* anchors outside the anchor table are refused */
 	anchor = 4;
@@ -716,12 +834,570 @@ UNIT_TEST(sampler_timestamp_fractional_and_negative)
 	{
 		float ref[15];
 
-		CHECK_EQ_INT(b->semantic_types[i * 4 + 1], HW_ST_TIMESTAMP);
+		/* ev's cells: at, x (no cell for the identifier id) */
+		CHECK_EQ_INT(b->semantic_types[i * 4 + 0], HW_ST_TIMESTAMP);
 		hw_time_encode(synth_col(s, t, "at")->i64[i], s->ts_mean_us, s->ts_std_us, ref);
-		CHECK(memcmp(ref, b->timestamp_values + (size_t) (i * 4 + 1) * 15, sizeof(ref)) == 0);
+		CHECK(memcmp(ref, b->timestamp_values + (size_t) (i * 4 + 0) * 15, sizeof(ref)) == 0);
 	}
 	hw_batch_free(b);
 	hw_sampler_free(sm);
 	hw_task_free(task);
 	synth_free(s);
+}
+
+/* ------------------------------------------------------------ child sampling */
+
+/*
+ * One customer c0 with 40 orders at days 1..40, stored out of time order
+ * (order row r is at day (17 r mod 40) + 1), so "most recent" cannot come
+ * from the row order.  A query task on c0 without label history, all seeds
+ * at the same observation time.
+ */
+static HwSnapshot *
+history_db(void)
+{
+	HwSnapshot *s = synth_new(4);
+	int c = synth_add_table(s, "customer", 1, "id:identifier,age:numerical", -1);
+	int o = synth_add_table(s, "orders", 40, "id:identifier,customer_id:identifier,at:timestamp,amount:numerical", 2);
+	int fk = synth_add_fk(s, "orders_customer_id_fkey", o, c);
+
+	synth_col(s, c, "age")->f32[0] = 30;
+	for (int r = 0; r < 40; r++)
+	{
+		synth_edge(s, synth_row(s, o, r), synth_row(s, c, 0), fk);
+		synth_col(s, o, "at")->i64[r] = T0_US + (int64_t) ((17 * r) % 40 + 1) * DAY_US;
+		synth_col(s, o, "amount")->f32[r] = (float) r;
+	}
+	if (synth_finish(s) != 0)
+		return NULL;
+	return s;
+}
+
+static HwTask *
+history_task(const HwSnapshot *s, int n, int64_t obs)
+{
+	HwError err = {0};
+	HwTask *t = hw_task_new("h", HW_TASK_QUERY, &err);
+
+	t->anchor_table = 0;
+	t->target_stype = HW_ST_NUMERICAL;
+	t->label_history = false;
+	hw_task_alloc_seeds(t, (uint32_t) n, &err);
+	for (int i = 0; i < n; i++)
+	{
+		t->anchor_row[i] = 0;
+		t->anchor_key[i] = s->tables[0].key_hash[0];
+		t->obs_time_us[i] = obs;
+		t->target[i] = i;
+	}
+	hw_task_assign_splits(t, &err);
+	t->target_mean = 0;
+	t->target_std = 1;
+	return t;
+}
+
+/* The order days of each of n sequences (sorted ascending) into days[b][],
+ * their count into cnt[b].  Returns false on a sampler error. */
+static bool
+order_days(const HwSnapshot *s, HwTask *t, const HwSamplerConfig *cfg, int n,
+		   int days[][64], int *cnt)
+{
+	HwError err = {0};
+	HwSampler *sm = hw_sampler_create(s, &t, 1, cfg, &err);
+	uint32_t seeds[64];
+	HwBatch *b;
+
+	if (sm == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		seeds[i] = (uint32_t) i;
+	if (hw_sampler_seed_batch(sm, 0, seeds, n, &b, &err) != HW_OK)
+	{
+		hw_sampler_free(sm);
+		return false;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		const HwCellSource *rows;
+		int nrows;
+
+		hw_sampler_last_rows(sm, i, &rows, &nrows);
+		cnt[i] = 0;
+		for (int r = 0; r < nrows; r++)
+			if (rows[r].row >= 0 && s->row_table[rows[r].row] == 1)
+			{
+				int d = (int) ((s->row_time_us[rows[r].row] - T0_US) / DAY_US);
+				int j = cnt[i]++;
+
+				while (j > 0 && days[i][j - 1] > d)
+				{
+					days[i][j] = days[i][j - 1];
+					j--;
+				}
+				days[i][j] = d;
+			}
+	}
+	hw_batch_free(b);
+	hw_sampler_free(sm);
+	return true;
+}
+
+static bool
+has_day(const int *days, int n, int d)
+{
+	for (int i = 0; i < n; i++)
+		if (days[i] == d)
+			return true;
+	return false;
+}
+
+UNIT_TEST(sampler_recent_children_most_recent_first)
+{
+	HwSnapshot *s = history_db();
+
+	CHECK(s != NULL);
+	/* observed at day 30 noon: orders of days 1..30 visible, 31..40 not */
+	HwTask *t = history_task(s, 20, T0_US + 30 * DAY_US + DAY_US / 2);
+	HwSamplerConfig cfg;
+	int days[20][64], cnt[20];
+
+	hw_sampler_config_default(&cfg);
+	cfg.bfs_child_width = 4;    /* recent_children -1: 2 most recent + 2 older */
+	cfg.seq_len = 64;
+	cfg.max_rows = 64;
+	cfg.n_threads = 1;
+	CHECK_EQ_INT(cfg.child_sampling, HW_CHILD_RECENT);
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	int older_seen[41] = {0}, distinct_older = 0;
+
+	for (int i = 0; i < 20; i++)
+	{
+		CHECK_EQ_INT(cnt[i], 4);
+		CHECK_EQ_INT(days[i][3], 30);               /* the most recent two, always */
+		CHECK_EQ_INT(days[i][2], 29);
+		CHECK(days[i][0] >= 1 && days[i][1] <= 28);  /* two older ones, never after obs */
+		for (int j = 0; j < 2; j++)
+			if (!older_seen[days[i][j]]++)
+				distinct_older++;
+	}
+	CHECK_MSG(distinct_older >= 8, "older children are sampled, not fixed (%d distinct days)", distinct_older);
+
+	/* the uniform policy over the same history misses the latest orders */
+	int both = 0;
+
+	cfg.child_sampling = HW_CHILD_UNIFORM;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+	{
+		CHECK_EQ_INT(cnt[i], 4);
+		CHECK(days[i][3] <= 30);
+		both += has_day(days[i], 4, 29) && has_day(days[i], 4, 30);
+	}
+	CHECK_MSG(both <= 5, "uniform kept days 29 and 30 in %d of 20 sequences", both);
+
+	/* recent_children = width: exactly the 4 most recent; 0: all drawn */
+	cfg.child_sampling = HW_CHILD_RECENT;
+	cfg.recent_children = 4;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+		CHECK(cnt[i] == 4 && days[i][0] == 27 && days[i][3] == 30);
+	cfg.recent_children = 0;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	both = 0;
+	for (int i = 0; i < 20; i++)
+	{
+		CHECK(cnt[i] == 4 && days[i][3] <= 30);
+		both += has_day(days[i], 4, 29) && has_day(days[i], 4, 30);
+	}
+	CHECK(both <= 5);
+	cfg.recent_children = 5;    /* more than the width */
+	HwError err = {0};
+
+	CHECK(hw_sampler_create(s, &t, 1, &cfg, &err) == NULL);
+	CHECK_EQ_INT(err.code, HW_ERR_INVALID);
+
+	/* a budget that fits two orders: the recent ones come first in the
+	 * frontier (virtual row 2 cells + c0's age + 2 x (at, amount) = 7) */
+	cfg.recent_children = -1;
+	cfg.seq_len = 7;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+		CHECK(cnt[i] == 2 && days[i][0] == 29 && days[i][1] == 30);
+	hw_task_free(t);
+
+	/* no cutoff: the most recent of the whole history */
+	t = history_task(s, 8, HW_NO_CUTOFF);
+	cfg.seq_len = 64;
+	CHECK(order_days(s, t, &cfg, 8, days, cnt));
+	for (int i = 0; i < 8; i++)
+		CHECK(cnt[i] == 4 && days[i][2] == 39 && days[i][3] == 40);
+	hw_task_free(t);
+	synth_free(s);
+}
+
+UNIT_TEST(sampler_recent_children_fall_back_to_older)
+{
+	HwSnapshot *s = history_db();
+
+	CHECK(s != NULL);
+	HwSamplerConfig cfg;
+	int days[20][64], cnt[20];
+
+	hw_sampler_config_default(&cfg);
+	cfg.bfs_child_width = 4;
+	cfg.seq_len = 64;
+	cfg.max_rows = 64;
+	cfg.n_threads = 1;
+	/* day 3 noon: only 3 orders exist by then, fewer than the width: all
+	 * of them, under either policy and any recent_children */
+	HwTask *t = history_task(s, 20, T0_US + 3 * DAY_US + DAY_US / 2);
+
+	for (int pol = 0; pol < 2; pol++)
+		for (int k = -1; k <= 4; k += 5)
+		{
+			cfg.child_sampling = pol;
+			cfg.recent_children = k;
+			CHECK(order_days(s, t, &cfg, 20, days, cnt));
+			for (int i = 0; i < 20; i++)
+				CHECK(cnt[i] == 3 && days[i][0] == 1 && days[i][1] == 2 && days[i][2] == 3);
+		}
+	hw_task_free(t);
+	/* day 5 noon: 5 orders; the 2 most recent (4, 5) and 2 of days 1..3 */
+	t = history_task(s, 20, T0_US + 5 * DAY_US + DAY_US / 2);
+	cfg.child_sampling = HW_CHILD_RECENT;
+	cfg.recent_children = -1;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+		CHECK(cnt[i] == 4 && days[i][1] <= 3 && days[i][2] == 4 && days[i][3] == 5);
+	/* all 5 fit the width but the budget fits two: the newest two (the
+	 * frontier ranks a group's children newest first) */
+	cfg.bfs_child_width = 8;
+	cfg.seq_len = 7;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	for (int i = 0; i < 20; i++)
+		CHECK(cnt[i] == 2 && days[i][0] == 4 && days[i][1] == 5);
+	cfg.child_sampling = HW_CHILD_UNIFORM;
+	CHECK(order_days(s, t, &cfg, 20, days, cnt));
+	int newest = 0;
+
+	for (int i = 0; i < 20; i++)
+		newest += cnt[i] == 2 && days[i][0] == 4 && days[i][1] == 5;
+	CHECK_MSG(newest <= 8, "uniform kept the newest two in %d of 20", newest);
+	cfg.child_sampling = HW_CHILD_RECENT;
+	cfg.bfs_child_width = 4;
+	cfg.seq_len = 64;
+	hw_task_free(t);
+	/* before the first order: none */
+	t = history_task(s, 4, T0_US);
+	CHECK(order_days(s, t, &cfg, 4, days, cnt));
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_INT(cnt[i], 0);
+	hw_task_free(t);
+	synth_free(s);
+}
+
+UNIT_TEST(sampler_recent_children_on_the_shop)
+{
+	/* every child at or before the seed's time, and per (row, FK) the
+	 * recent_children most recent of the visible ones are taken whenever
+	 * a row's visible children exceed the width */
+	shop_setup();
+	HwError err = {0};
+	HwSamplerConfig cfg;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 16;
+	cfg.seq_len = 1024;
+	cfg.max_rows = 400;
+	cfg.bfs_child_width = 4;
+	cfg.seed = 5;
+	cfg.n_threads = 2;
+	/* a query task on customers (many orders and reviews each, skewed),
+	 * observed at 2021-08-23 (the shop's history spans 2020-2023) */
+	HwTask *t = hw_task_new("cust", HW_TASK_QUERY, &err);
+	const HwTable *ct = &shop->tables[1];
+
+	t->anchor_table = 1;
+	t->target_stype = HW_ST_NUMERICAL;
+	t->label_history = false;
+	CHECK(hw_task_alloc_seeds(t, ct->nrows, &err) == HW_OK);
+	for (uint32_t r = 0; r < ct->nrows; r++)
+	{
+		t->anchor_row[r] = ct->row_offset + r;
+		t->anchor_key[r] = ct->key_hash[r];
+		t->obs_time_us[r] = (1577836800LL + 600LL * 86400) * 1000000LL;
+	}
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	t->target_std = 1;
+	HwSampler *sm = hw_sampler_create(shop, &t, 1, &cfg, &err);
+
+	CHECK_MSG(sm != NULL, "%s", err.msg);
+	int checked = 0;
+
+	for (uint64_t k = 0; k < 10; k++)
+	{
+		HwBatch *b;
+		uint32_t seeds[16];
+
+		CHECK(hw_sampler_batch(sm, HW_SPLIT_TRAIN, k, &b, seeds, &err) == HW_OK);
+		for (int i = 0; i < b->B; i++)
+		{
+			const HwCellSource *rows;
+			int nrows;
+
+			hw_sampler_last_rows(sm, i, &rows, &nrows);
+			int64_t obs = t->obs_time_us[seeds[i]];
+			uint32_t g = t->anchor_row[seeds[i]];
+
+			/* row 1 (the customer, after the virtual row) is expanded
+			 * first: for each FK of its children, the 2 most recent
+			 * visible ones are in the sequence */
+			CHECK_EQ_INT(rows[1].row, g);
+			for (uint64_t e = shop->pf_off[g]; e < shop->pf_off[g + 1];)
+			{
+				uint16_t fk = shop->pf_fk[e];
+				uint64_t e1 = e;
+				int64_t best[2] = {INT64_MIN, INT64_MIN};
+				uint32_t brow[2] = {0, 0};
+				int visible = 0;
+
+				while (e1 < shop->pf_off[g + 1] && shop->pf_fk[e1] == fk)
+				{
+					uint32_t c = shop->pf_dst[e1++];
+					int64_t tm = shop->row_time_us[c];
+
+					if (tm > obs)
+						continue;
+					visible++;
+					/* most recent by (time, row) */
+					if (tm > best[0] || (tm == best[0] && c > brow[0]))
+					{
+						best[1] = best[0]; brow[1] = brow[0];
+						best[0] = tm; brow[0] = c;
+					}
+					else if (tm > best[1] || (tm == best[1] && c > brow[1]))
+					{
+						best[1] = tm; brow[1] = c;
+					}
+				}
+				if (visible > cfg.bfs_child_width)
+				{
+					for (int q = 0; q < 2; q++)
+					{
+						bool in = false;
+
+						for (int r = 0; r < nrows; r++)
+							in |= rows[r].row == (int64_t) brow[q];
+						CHECK_MSG(in, "recent child %u of customer %u missing", brow[q], g);
+					}
+					checked++;
+				}
+				e = e1;
+			}
+			/* and no child after obs: leakage as in the property test */
+			const uint8_t *adj = b->fk_adj + (size_t) i * b->R * b->R;
+
+			for (int r = 1; r < nrows; r++)
+			{
+				int64_t tm = shop->row_time_us[rows[r].row];
+
+				if (tm != HW_NO_TIME && tm > obs)
+				{
+					bool is_parent = false;
+
+					for (int x = 0; x < nrows; x++)
+						is_parent |= adj[(size_t) x * b->R + r] != 0;
+					CHECK(is_parent);
+				}
+			}
+		}
+		hw_batch_free(b);
+	}
+	CHECK_MSG(checked > 10, "only %d customers with more visible children than the width", checked);
+	printf("  %d (customer, FK) groups over the width checked\n", checked);
+	hw_sampler_free(sm);
+	hw_task_free(t);
+}
+
+/* ------------------------------------------------------------ key cells */
+
+UNIT_TEST(sampler_key_cells_option)
+{
+	/* post(id, score) <- post_tag(post_id, tag_id) -> tag(id, name):
+	 * post_tag is a link table of nothing but keys */
+	HwSnapshot *s = synth_new(4);
+	int p = synth_add_table(s, "post", 2, "id:identifier,score:numerical", -1);
+	int g = synth_add_table(s, "tag", 2, "id:identifier,name:categorical", -1);
+	int l = synth_add_table(s, "post_tag", 2, "post_id:identifier,tag_id:identifier", -1);
+	HwError err = {0};
+
+	synth_set_ncat(s, g, "name", 2);
+	synth_col(s, p, "score")->f32[0] = 1;
+	synth_col(s, p, "score")->f32[1] = 2;
+	synth_col(s, g, "name")->u32[1] = 1;
+	int f1 = synth_add_fk(s, "post_tag_post_id_fkey", l, p);
+	int f2 = synth_add_fk(s, "post_tag_tag_id_fkey", l, g);
+
+	for (int r = 0; r < 2; r++)
+	{
+		synth_edge(s, synth_row(s, l, r), synth_row(s, p, 0), f1);
+		synth_edge(s, synth_row(s, l, r), synth_row(s, g, r), f2);
+	}
+	CHECK(synth_finish(s) == 0);
+	/* global columns: post.id 0, score 1, tag.id 2, name 3, post_tag.post_id 4, tag_id 5 */
+	HwTask *t = hw_task_new("score", HW_TASK_CELL, &err);
+
+	/* a key column is never a target (identifier cells carry no value) */
+	CHECK(hw_task_build_cell(t, s, p, 0, &err) == HW_ERR_INVALID);
+	CHECK(hw_task_build_cell(t, s, p, 1, &err) == HW_OK);
+	HwSamplerConfig cfg;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 1;
+	cfg.seq_len = 32;
+	cfg.n_threads = 1;
+	CHECK(!cfg.key_cells);
+	for (int kc = 0; kc < 2; kc++)
+	{
+		cfg.key_cells = kc;
+		HwSampler *sm = hw_sampler_create(s, &t, 1, &cfg, &err);
+		uint32_t seed = 0;
+		HwBatch *b;
+		int per_col[6] = {0}, n = 0, targets = 0;
+
+		CHECK(sm && hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		for (int q = 0; q < 32; q++)
+			if (!b->is_padding[q])
+			{
+				per_col[b->column_ids[q]]++;
+				n++;
+				targets += b->is_target[q];
+				if (b->is_target[q])
+					CHECK(b->column_ids[q] == 1 && b->seq_row_ids[q] == 0);
+			}
+		/* rows: post0, both links, both tags: 5 in either mode */
+		CHECK_EQ_INT(b->R, 5);
+		CHECK_EQ_INT(targets, 1);
+		/* fk_adj: link rows -> post0 and -> their tag */
+		int edges = 0;
+
+		for (int q = 0; q < 25; q++)
+			edges += b->fk_adj[q];
+		CHECK_EQ_INT(edges, 4);
+		if (!kc)
+		{
+			/* score, name x2, and one cell per link row (its first key) */
+			CHECK(per_col[0] == 0 && per_col[2] == 0 && per_col[5] == 0);
+			CHECK(per_col[1] == 1 && per_col[3] == 2 && per_col[4] == 2);
+			CHECK_EQ_INT(n, 5);
+		}
+		else
+		{
+			CHECK(per_col[0] == 1 && per_col[1] == 1 && per_col[2] == 2 && per_col[3] == 2 &&
+				  per_col[4] == 2 && per_col[5] == 2);
+			CHECK_EQ_INT(n, 10);
+		}
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+	}
+	hw_task_free(t);
+	synth_free(s);
+
+	/* the shop: no identifier cell by default (every table there has a
+	 * value column), with key_cells some; the target always there */
+	shop_setup();
+	double rows_sum[2] = {0, 0};
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 16;
+	cfg.seq_len = 256;
+	cfg.seed = 9;
+	cfg.n_threads = 2;
+	for (int kc = 0; kc < 2; kc++)
+	{
+		cfg.key_cells = kc;
+		HwSampler *sm = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+		int ids = 0;
+
+		CHECK(sm);
+		for (uint64_t k = 0; k < 5; k++)
+		{
+			HwBatch *b;
+
+			CHECK(hw_sampler_batch(sm, HW_SPLIT_TRAIN, k, &b, NULL, &err) == HW_OK);
+			for (int i = 0; i < b->B; i++)
+			{
+				int targets = 0;
+				const HwCellSource *rows;
+				int nrows;
+
+				for (int q = 0; q < 256; q++)
+				{
+					size_t pos = (size_t) i * 256 + q;
+
+					ids += !b->is_padding[pos] && b->semantic_types[pos] == HW_ST_IDENTIFIER;
+					targets += b->is_target[pos];
+				}
+				CHECK_EQ_INT(targets, 1);
+				hw_sampler_last_rows(sm, i, &rows, &nrows);
+				rows_sum[kc] += nrows;
+			}
+			hw_batch_free(b);
+		}
+		if (kc)
+			CHECK(ids > 0);
+		else
+			CHECK_EQ_INT(ids, 0);
+		hw_sampler_free(sm);
+	}
+	printf("  rows per sequence at S=256: %.1f without key cells, %.1f with\n", rows_sum[0] / 80, rows_sum[1] / 80);
+	/* the point of it: more rows in the same S */
+	CHECK_MSG(rows_sum[0] > 1.2 * rows_sum[1], "rows per sequence %.1f without key cells, %.1f with",
+			  rows_sum[0] / 80, rows_sum[1] / 80);
+}
+
+UNIT_TEST(sampler_uniform_with_key_cells_is_the_previous_sampler)
+{
+	/* child_sampling uniform + key_cells gives, bit for bit, the batches of
+	 * the sampler before both options existed: a hash of the integer
+	 * tensors of 5 batches, taken with that sampler (commit 7bb1b9a) */
+	shop_setup();
+	HwError err = {0};
+	HwSamplerConfig cfg;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 8;
+	cfg.seq_len = 256;
+	cfg.seed = 3;
+	cfg.n_threads = 1;
+	cfg.max_rows = 60;
+	cfg.child_sampling = HW_CHILD_UNIFORM;
+	cfg.key_cells = true;
+	HwSampler *sm = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	CHECK(sm);
+	for (uint64_t k = 0; k < 5; k++)
+	{
+		HwBatch *b;
+
+		CHECK(hw_sampler_batch(sm, HW_SPLIT_TRAIN, k, &b, NULL, &err) == HW_OK);
+		size_t BS = (size_t) b->B * b->S;
+		const struct { const void *p; size_t n; } parts[] = {
+			{b->semantic_types, BS}, {b->column_ids, BS * 4}, {b->seq_row_ids, BS * 2},
+			{b->is_null, BS}, {b->is_target, BS}, {b->is_padding, BS},
+			{b->categorical_embed_ids, BS * 4}, {b->text_embed_ids, BS * 4},
+			{b->col_perm, BS * 2}, {b->out_perm, BS * 2}, {b->in_perm, BS * 2},
+			{&b->R, 4}, {b->fk_adj, (size_t) b->B * b->R * b->R}};
+
+		for (size_t q = 0; q < sizeof(parts) / sizeof(parts[0]); q++)
+			for (size_t i = 0; i < parts[q].n; i++)
+			{
+				h ^= ((const uint8_t *) parts[q].p)[i];
+				h *= 0x100000001b3ULL;
+			}
+		hw_batch_free(b);
+	}
+	CHECK_MSG(h == 0xf98e9febecb505e4ULL, "hash %016llx", (unsigned long long) h);
+	hw_sampler_free(sm);
 }
