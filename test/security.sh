@@ -193,7 +193,7 @@ SQL
 expect "crash inputs: the same backend answers after all of them" \
 	$([[ $out == *alive:true* ]] && echo 1 || echo 0) "$out"
 n_err=$(grep -c '^ERROR:' <<<"$out")
-expect "crash inputs: each one is an error (13 of 13)" $([ "$n_err" -eq 13 ] && echo 1 || echo 0) "$out"
+expect "crash inputs: each one is an error (14 of 14)" $([ "$n_err" -eq 14 ] && echo 1 || echo 0) "$out"
 expect "crash inputs: no XX000 internal error" $([[ $out != *XX000* && $out != *"internal error"* ]] && echo 1 || echo 0) "$out"
 # --------------------------------------------------------------------------
 # 5. The bad-input sweep: every SQL function of the extension, each argument

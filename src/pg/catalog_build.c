@@ -365,9 +365,11 @@ parse_options(Build *b, Datum options)
 			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
 							errmsg("embedding function %s(text) does not exist", b->embedder),
 							errhint("Use {\"embedder\": \"hash\"} or name a function text -> float4[] returning d_text values.")));
-		/* the resolved name as regprocedure prints it (quoted, qualified when
-		 * not visible): the only form ever pasted into the embedding call */
-		b->embedder = spi_text1("SELECT $1::regprocedure::regproc::text", CStringGetTextDatum(fn), TEXTOID);
+		/* the resolved function as schema.name, each part quoted: the only
+		 * form ever pasted into the embedding call */
+		b->embedder = spi_text1("SELECT format('%I.%I', n.nspname, p.proname) FROM pg_catalog.pg_proc p "
+								"JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
+								"WHERE p.oid = $1::pg_catalog.regprocedure", CStringGetTextDatum(fn), TEXTOID);
 	}
 }
 

@@ -79,7 +79,7 @@ task_arg_owned(FunctionCallInfo fcinfo, const char *action)
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("task must not be NULL"),
-				 errhint("Pass a task name; rt_tasks(model) lists them.")));
+				 errhint("Pass the name given to rt_create_task.")));
 	task = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	hw_pg_task_lookup(task, false, &model_id, NULL);
 	hw_model_require(model_id, HW_RIGHT_OWN, action);
