@@ -198,7 +198,10 @@ expect "crash inputs: no XX000 internal error" $([[ $out != *XX000* && $out != *
 # --------------------------------------------------------------------------
 # 5. The bad-input sweep: every SQL function of the extension, each argument
 #    NULL / empty / huge / of the wrong kind in turn (test/security/sweep.sql).
-sweep=$(psql -X -qAt -U hw_owner -d "$db" -v ON_ERROR_STOP=1 -f "$here/security/sweep.sql" 2>&1)
+script=$(mktemp /tmp/hw_sweep.XXXXXX.sql)
+psql -X -qAt -U hw_owner -d "$db" -v ON_ERROR_STOP=1 -f "$here/security/sweep.sql" > "$script" 2>&1
+sweep=$(psql -X -qAt -U hw_owner -d "$db" -f "$script" 2>/dev/null)
+rm -f "$script"
 echo "$sweep" | grep -E '^#' | head -n 5
 bad=$(echo "$sweep" | grep -E '^BAD' || true)
 total=$(echo "$sweep" | grep -cE '^(GOOD|BAD)')

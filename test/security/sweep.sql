@@ -4,10 +4,13 @@
 -- Every function of the extension (found in pg_depend, so a new function is
 -- swept without editing this file) is called once per (argument, bad value):
 -- that argument takes a bad value of its type (NULL, empty, huge, absurd,
--- the wrong kind), the others a good value.  Each call runs in its own
--- subtransaction, rolled back even when it succeeds.  A call is GOOD when it
--- returns or raises an error whose SQLSTATE is outside class XX (internal
--- error, data corrupted); a crash ends the session before "sweep finished".
+-- the wrong kind), the others a good value.  This file prints a psql script
+-- (test/security.sh runs it) in which each call is its own top-level
+-- statement, so statement_timeout bounds it, inside a transaction rolled
+-- back even when it succeeds; psql's :SQLSTATE is recorded after each call.
+-- A call is GOOD when it returns or raises an error whose SQLSTATE is
+-- outside class XX (internal error, data corrupted); a crash ends the
+-- session before "sweep finished".
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 
@@ -49,28 +52,25 @@ INSERT INTO sweep_bad VALUES
 -- a jsonb literal written as text above: cast it
 UPDATE sweep_bad SET val = quote_literal(val) || '::jsonb' WHERE typ = 'jsonb' AND val LIKE '{%';
 
-CREATE TEMP TABLE sweep_result (verdict text, call text, sqlstate text, message text);
-
-DO $sweep$
+-- the calls, in a stable order
+CREATE TEMP TABLE sweep_call (n serial, call text);
+DO $gen$
 DECLARE
 	f record;
-	call text;
 	args text[];
 	bad record;
-	st text;
-	msg text;
 BEGIN
 	FOR f IN
-		SELECT p.oid, p.proname, n.nspname, p.proargnames AS names,
+		SELECT p.proname, n.nspname, p.proargnames AS names,
 		       ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes) t) AS types
 		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 		JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'headwater'
 		WHERE p.pronargs > 0
-		ORDER BY p.proname
+		ORDER BY p.proname, p.oid
 	LOOP
 		FOR i IN 1 .. array_length(f.types, 1) LOOP
-			FOR bad IN SELECT val FROM sweep_bad WHERE typ = f.types[i] LOOP
+			FOR bad IN SELECT val FROM sweep_bad WHERE typ = f.types[i] ORDER BY val LOOP
 				args := ARRAY[]::text[];
 				FOR j IN 1 .. array_length(f.types, 1) LOOP
 					args := args || format('%I => %s', f.names[j],
@@ -79,32 +79,39 @@ BEGIN
 						               ORDER BY g.fn = f.proname DESC NULLS LAST LIMIT 1),
 						              format('NULL::%s', f.types[j])) END);
 				END LOOP;
-				call := format('SELECT count(*) FROM %I.%I(%s)', f.nspname, f.proname, array_to_string(args, ', '));
-				st := NULL;
-				BEGIN
-					SET LOCAL statement_timeout = '10s';
-					EXECUTE call;
-					RAISE EXCEPTION USING ERRCODE = 'HW000', MESSAGE = 'returned';  -- roll back its effects
-				EXCEPTION WHEN OTHERS THEN
-					GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
-				END;
-				INSERT INTO sweep_result VALUES
-					(CASE WHEN st LIKE 'XX%' THEN 'BAD' ELSE 'GOOD' END, call, st, msg);
-				-- a call that started a job in the background: let it end
-				FOR w IN 1 .. 300 LOOP
-					EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training');
-					PERFORM pg_sleep(0.2);
-				END LOOP;
+				INSERT INTO sweep_call (call) VALUES
+					(format('SELECT count(*) FROM %I.%I(%s)', f.nspname, f.proname, array_to_string(args, ', ')));
 			END LOOP;
 		END LOOP;
 	END LOOP;
 END
-$sweep$;
+$gen$;
 
+-- the script: preamble, one block per call, the report
+SELECT $pre$\set ON_ERROR_STOP 0
+\set QUIET 1
+SET client_min_messages = error;
+SET statement_timeout = '10s';
+CREATE TEMP TABLE sweep_result (n int, call text, sqlstate text, message text);
+$pre$;
+SELECT format(E'BEGIN;\n%s;\n\\set st :SQLSTATE\n\\set msg :LAST_ERROR_MESSAGE\nROLLBACK;\n'
+              || E'INSERT INTO sweep_result VALUES (%s, %L, :''st'', '
+              || E'CASE WHEN :''st'' = ''00000'' THEN ''returned'' ELSE :''msg'' END);\n'
+              -- a call that started a job in the background: let it end (at most 10 s)
+              || E'DO $w$ BEGIN FOR i IN 1 .. 50 LOOP EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity '
+              || E'WHERE backend_type = ''headwater training''); PERFORM pg_sleep(0.2); END LOOP; END $w$;\n',
+              call, n, call)
+FROM sweep_call ORDER BY n;
+SELECT $post$\set QUIET 0
+\pset tuples_only on
+\pset format unaligned
 SELECT format('# %s calls, %s functions; by SQLSTATE: %s', count(*),
               count(DISTINCT split_part(call, '(', 1)),
-              (SELECT string_agg(s || ' x' || c, ', ' ORDER BY c DESC)
-               FROM (SELECT coalesce(sqlstate, '-') s, count(*) c FROM sweep_result GROUP BY 1) z))
+              (SELECT string_agg(s || ' x' || c, ', ' ORDER BY c DESC, s)
+               FROM (SELECT sqlstate s, count(*) c FROM sweep_result GROUP BY 1) z))
 FROM sweep_result;
-SELECT verdict || ' ' || sqlstate || ' ' || call || ' -- ' || left(message, 200) FROM sweep_result ORDER BY verdict, call;
+SELECT CASE WHEN sqlstate LIKE 'XX%' THEN 'BAD' ELSE 'GOOD' END || ' ' || sqlstate || ' ' || call
+       || ' -- ' || left(message, 200)
+FROM sweep_result ORDER BY 1, n;
 SELECT 'sweep finished';
+$post$;
