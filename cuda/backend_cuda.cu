@@ -19,6 +19,7 @@
  */
 #include "hw_cuda.h"
 #include "hw_cuda_api.h"
+#include "attention_check.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,9 +368,15 @@ cu_attn_plan_create(HwBackend *be, const HwAttnMaskInfo *info, HwMaskKind kind, 
 		if (err) *err = c->err;
 		return NULL;
 	}
-	if (!info || info->B <= 0 || info->S <= 0 || info->R < 0)
+	/* Validated on the host before anything is uploaded, with the CPU plan's
+	 * check and message (attention_check.h): the kernels index q/k/v/out rows
+	 * through perm, so a value >= S would read and write out of bounds and a
+	 * duplicate would leave rows unwritten. */
+	char why[256];
+	int  vrc = hw_attn_mask_info_check(info, kind, why, sizeof(why));
+	if (vrc != HW_OK)
 	{
-		hw_error_set(err, HW_ERR_INVALID, "attention plan: bad shape");
+		hw_error_set(err, vrc, "%s", why);
 		return NULL;
 	}
 	CudaPlan *p = (CudaPlan *) calloc(1, sizeof(CudaPlan));
@@ -378,6 +385,8 @@ cu_attn_plan_create(HwBackend *be, const HwAttnMaskInfo *info, HwMaskKind kind, 
 		hw_error_set(err, HW_ERR_NOMEM, "out of host memory for an attention plan");
 		return NULL;
 	}
+	if (info->B == 0)            /* an empty batch: nothing to plan or compute (as on the CPU) */
+		return p;
 	size_t BS = (size_t) info->B * info->S, RR = (size_t) info->B * info->R * info->R;
 	size_t o_col = 0, o_row = o_col + ((BS * 4 + 255) & ~255UL), o_pad = o_row + ((BS * 2 + 255) & ~255UL);
 	size_t o_perm = o_pad + ((BS + 255) & ~255UL), o_fk = o_perm + ((BS * 2 + 255) & ~255UL);
@@ -437,7 +446,7 @@ cu_attn_forward(HwBackend *be, float *out, float *lse, const float *q, const flo
 				const void *plan, int H, int dh)
 {
 	CudaCtx *c = CTX(be);
-	if (!enter(c))
+	if (!enter(c) || ((const CudaPlan *) plan)->B == 0)
 		return;
 	HwError er;
 	keep(c, hw_cuda_attn_forward(out, lse, q, k, v, HW_CUDA_F32, &((const CudaPlan *) plan)->plan, H, dh,
@@ -452,6 +461,8 @@ cu_attn_backward(HwBackend *be, float *dq, float *dk, float *dv, const float *do
 	if (!enter(c))
 		return;
 	const CudaPlan *p = (const CudaPlan *) plan;
+	if (p->B == 0)
+		return;
 	float *delta = grow(c, &c->fscr2, &c->fscr2_n, (size_t) p->B * H * p->S, "attention backward scratch");
 	if (!delta)
 		return;
