@@ -20,6 +20,7 @@
 #include "hw_cuda.h"
 #include "hw_cuda_api.h"
 #include "attention_check.h"
+#include "hw_cuda_limits.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,6 +538,20 @@ cu_muon_momentum(HwBackend *be, float *u, float *buf, const float *grad, size_t 
 		check(c, hw_k_muon_momentum(c->stream, u, buf, grad, n, gscale, mu), "muon_momentum");
 }
 
+/* ---------------------------------------------------------------- shapes */
+
+/* backend.h check_shapes: called by hw_model_create before it allocates, so
+ * a model the kernels cannot run fails up front with what to change
+ * (hw_cuda_limits.h), not as "loss is NaN" at its first step. */
+static int
+cu_check_shapes(HwBackend *be, int B, int S, int D, int H, int F, HwError *err)
+{
+	char why[400];
+	if (hw_cuda_shapes_problem(B, S, D, H, F, why, sizeof(why)))
+		return hw_error_set(err, HW_ERR_INVALID, "%s", why);
+	return HW_OK;
+}
+
 /* ---------------------------------------------------------------- lifetime */
 
 static void
@@ -604,6 +619,8 @@ static HwBackendOps make_ops()
 	o.loss_forward_backward = cu_loss_forward_backward;
 	o.adamw_update = cu_adamw_update;
 	o.muon_momentum = cu_muon_momentum;
+	o.check_shapes = cu_check_shapes;
+	o.last_error = hw_backend_cuda_last_error;
 	return o;
 }
 
