@@ -29,6 +29,7 @@
  * version is future work (docs/cuda.md).
  */
 #include "hw_cuda.h"
+#include "hw_cuda_limits.h"
 #include <math.h>
 #include <string.h>
 
@@ -584,7 +585,7 @@ check_dh(int dh, int H, const HwCudaAttnPlan *pl, HwError *err)
 {
 	if (!pl || !pl->block)
 		return hw_error_set(err, HW_ERR_INVALID, "attention: no tile plan");
-	if (dh != 16 && dh != 32 && dh != 64 && dh != 128)
+	if (!hw_cuda_head_dim_supported(dh))     /* hw_model_create rejects these up front (check_shapes) */
 		return hw_error_set(err, HW_ERR_INVALID,
 							"attention: head dimension %d not supported on CUDA (16, 32, 64 or 128)", dh);
 	if (H <= 0 || H > 65535)

@@ -19,6 +19,8 @@
  */
 #include "hw_cuda.h"
 #include "hw_cuda_api.h"
+#include "attention_check.h"
+#include "hw_cuda_limits.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,9 +369,15 @@ cu_attn_plan_create(HwBackend *be, const HwAttnMaskInfo *info, HwMaskKind kind, 
 		if (err) *err = c->err;
 		return NULL;
 	}
-	if (!info || info->B <= 0 || info->S <= 0 || info->R < 0)
+	/* Validated on the host before anything is uploaded, with the CPU plan's
+	 * check and message (attention_check.h): the kernels index q/k/v/out rows
+	 * through perm, so a value >= S would read and write out of bounds and a
+	 * duplicate would leave rows unwritten. */
+	char why[256];
+	int  vrc = hw_attn_mask_info_check(info, kind, why, sizeof(why));
+	if (vrc != HW_OK)
 	{
-		hw_error_set(err, HW_ERR_INVALID, "attention plan: bad shape");
+		hw_error_set(err, vrc, "%s", why);
 		return NULL;
 	}
 	CudaPlan *p = (CudaPlan *) calloc(1, sizeof(CudaPlan));
@@ -378,6 +386,8 @@ cu_attn_plan_create(HwBackend *be, const HwAttnMaskInfo *info, HwMaskKind kind, 
 		hw_error_set(err, HW_ERR_NOMEM, "out of host memory for an attention plan");
 		return NULL;
 	}
+	if (info->B == 0)            /* an empty batch: nothing to plan or compute (as on the CPU) */
+		return p;
 	size_t BS = (size_t) info->B * info->S, RR = (size_t) info->B * info->R * info->R;
 	size_t o_col = 0, o_row = o_col + ((BS * 4 + 255) & ~255UL), o_pad = o_row + ((BS * 2 + 255) & ~255UL);
 	size_t o_perm = o_pad + ((BS + 255) & ~255UL), o_fk = o_perm + ((BS * 2 + 255) & ~255UL);
@@ -437,7 +447,7 @@ cu_attn_forward(HwBackend *be, float *out, float *lse, const float *q, const flo
 				const void *plan, int H, int dh)
 {
 	CudaCtx *c = CTX(be);
-	if (!enter(c))
+	if (!enter(c) || ((const CudaPlan *) plan)->B == 0)
 		return;
 	HwError er;
 	keep(c, hw_cuda_attn_forward(out, lse, q, k, v, HW_CUDA_F32, &((const CudaPlan *) plan)->plan, H, dh,
@@ -452,6 +462,8 @@ cu_attn_backward(HwBackend *be, float *dq, float *dk, float *dv, const float *do
 	if (!enter(c))
 		return;
 	const CudaPlan *p = (const CudaPlan *) plan;
+	if (p->B == 0)
+		return;
 	float *delta = grow(c, &c->fscr2, &c->fscr2_n, (size_t) p->B * H * p->S, "attention backward scratch");
 	if (!delta)
 		return;
@@ -526,6 +538,20 @@ cu_muon_momentum(HwBackend *be, float *u, float *buf, const float *grad, size_t 
 		check(c, hw_k_muon_momentum(c->stream, u, buf, grad, n, gscale, mu), "muon_momentum");
 }
 
+/* ---------------------------------------------------------------- shapes */
+
+/* backend.h check_shapes: called by hw_model_create before it allocates, so
+ * a model the kernels cannot run fails up front with what to change
+ * (hw_cuda_limits.h), not as "loss is NaN" at its first step. */
+static int
+cu_check_shapes(HwBackend *be, int B, int S, int D, int H, int F, HwError *err)
+{
+	char why[400];
+	if (hw_cuda_shapes_problem(B, S, D, H, F, why, sizeof(why)))
+		return hw_error_set(err, HW_ERR_INVALID, "%s", why);
+	return HW_OK;
+}
+
 /* ---------------------------------------------------------------- lifetime */
 
 static void
@@ -551,9 +577,68 @@ cu_destroy(HwBackend *be)
 {
 	if (!be)
 		return;
-	ctx_release(CTX(be));
+	try
+	{
+		ctx_release(CTX(be));
+	}
+	catch (...)
+	{
+		/* nothing to report to: the backend is going away (see hw_cuda.h) */
+	}
 	free(be);
 }
+
+/* ---------------------------------------------------------------- the table, guarded
+ * The model calls these through function pointers from C: no C++ exception
+ * may leave them (hw_cuda.h).  Guard<entry>::call runs the entry in a
+ * try/catch; an exception becomes the backend's kept error (so the model
+ * reports it through last_error, like a CUDA error), an HwError* argument is
+ * filled too, and the entry returns NULL, NaN (sumsq), HW_ERR_INTERNAL
+ * (check_shapes) or nothing. */
+
+template <typename R> struct GuardFail { static R value() { return R(); } };
+template <> struct GuardFail<int> { static int value() { return HW_ERR_INTERNAL; } };      /* check_shapes */
+template <> struct GuardFail<double> { static double value() { return NAN; } };
+template <> struct GuardFail<void> { static void value() {} };
+
+template <typename T> static inline void guard_fill(T, const HwError &) {}
+static inline void guard_fill(HwError *e, const HwError &src) { if (e) *e = src; }
+
+template <typename... A>
+static void
+guard_caught(HwBackend *be, const char *entry, const char *what, A... a) noexcept
+{
+	HwError er;
+	hw_cuda_exception(&er, entry, what);
+	keep(CTX(be), er.code, &er);
+	(guard_fill(a, er), ...);
+}
+
+template <auto F, typename Name, typename Sig = decltype(F)> struct Guard;
+template <auto F, typename Name, typename R, typename... A>
+struct Guard<F, Name, R (*)(HwBackend *, A...)>
+{
+	static R call(HwBackend *be, A... a) noexcept
+	{
+		try
+		{
+			return F(be, a...);
+		}
+		catch (const std::exception &ex)
+		{
+			guard_caught(be, Name::get(), ex.what(), a...);
+		}
+		catch (...)
+		{
+			guard_caught(be, Name::get(), "an exception that is not a std::exception", a...);
+		}
+		return GuardFail<R>::value();
+	}
+};
+
+/* &Guard<fn, (a type naming fn)>::call */
+#define GUARDED(fn) ([] { struct Name { static const char *get() { return "the CUDA backend's " #fn; } }; \
+	return &Guard<fn, Name>::call; }())
 
 static HwBackendOps make_ops()
 {
@@ -561,38 +646,40 @@ static HwBackendOps make_ops()
 	memset(&o, 0, sizeof(o));
 	o.name = "cuda";
 	o.destroy = cu_destroy;
-	o.alloc = cu_alloc;
-	o.free = cu_free;
-	o.memcpy_h2d = cu_memcpy_h2d;
-	o.memcpy_d2h = cu_memcpy_d2h;
-	o.memcpy_d2d = cu_memcpy_d2d;
-	o.memset = cu_memset;
-	o.synchronize = cu_synchronize;
-	o.gemm = cu_gemm;
-	o.add_bias = cu_add_bias;
-	o.bias_backward = cu_bias_backward;
-	o.axpby = cu_axpby;
-	o.sumsq = cu_sumsq;
-	o.gather_f16_rows = cu_gather_f16_rows;
-	o.gather_rows = cu_gather_rows;
-	o.scatter_add_rows = cu_scatter_add_rows;
-	o.rmsnorm_forward = cu_rmsnorm_forward;
-	o.rmsnorm_backward = cu_rmsnorm_backward;
-	o.encoder_forward = cu_encoder_forward;
-	o.encoder_backward = cu_encoder_backward;
-	o.qknorm_forward = cu_qknorm_forward;
-	o.qknorm_backward = cu_qknorm_backward;
-	o.attn_plan_create = cu_attn_plan_create;
-	o.attn_plan_free = cu_attn_plan_free;
-	o.attn_forward = cu_attn_forward;
-	o.attn_backward = cu_attn_backward;
-	o.gate_residual_forward = cu_gate_residual_forward;
-	o.gate_residual_backward = cu_gate_residual_backward;
-	o.swiglu_forward = cu_swiglu_forward;
-	o.swiglu_backward = cu_swiglu_backward;
-	o.loss_forward_backward = cu_loss_forward_backward;
-	o.adamw_update = cu_adamw_update;
-	o.muon_momentum = cu_muon_momentum;
+	o.alloc = GUARDED(cu_alloc);
+	o.free = GUARDED(cu_free);
+	o.memcpy_h2d = GUARDED(cu_memcpy_h2d);
+	o.memcpy_d2h = GUARDED(cu_memcpy_d2h);
+	o.memcpy_d2d = GUARDED(cu_memcpy_d2d);
+	o.memset = GUARDED(cu_memset);
+	o.synchronize = GUARDED(cu_synchronize);
+	o.gemm = GUARDED(cu_gemm);
+	o.add_bias = GUARDED(cu_add_bias);
+	o.bias_backward = GUARDED(cu_bias_backward);
+	o.axpby = GUARDED(cu_axpby);
+	o.sumsq = GUARDED(cu_sumsq);
+	o.gather_f16_rows = GUARDED(cu_gather_f16_rows);
+	o.gather_rows = GUARDED(cu_gather_rows);
+	o.scatter_add_rows = GUARDED(cu_scatter_add_rows);
+	o.rmsnorm_forward = GUARDED(cu_rmsnorm_forward);
+	o.rmsnorm_backward = GUARDED(cu_rmsnorm_backward);
+	o.encoder_forward = GUARDED(cu_encoder_forward);
+	o.encoder_backward = GUARDED(cu_encoder_backward);
+	o.qknorm_forward = GUARDED(cu_qknorm_forward);
+	o.qknorm_backward = GUARDED(cu_qknorm_backward);
+	o.attn_plan_create = GUARDED(cu_attn_plan_create);
+	o.attn_plan_free = GUARDED(cu_attn_plan_free);
+	o.attn_forward = GUARDED(cu_attn_forward);
+	o.attn_backward = GUARDED(cu_attn_backward);
+	o.gate_residual_forward = GUARDED(cu_gate_residual_forward);
+	o.gate_residual_backward = GUARDED(cu_gate_residual_backward);
+	o.swiglu_forward = GUARDED(cu_swiglu_forward);
+	o.swiglu_backward = GUARDED(cu_swiglu_backward);
+	o.loss_forward_backward = GUARDED(cu_loss_forward_backward);
+	o.adamw_update = GUARDED(cu_adamw_update);
+	o.muon_momentum = GUARDED(cu_muon_momentum);
+	o.check_shapes = GUARDED(cu_check_shapes);
+	o.last_error = hw_backend_cuda_last_error;
 	return o;
 }
 
@@ -601,6 +688,7 @@ static const HwBackendOps cuda_ops = make_ops();
 extern "C" HwBackend *
 hw_backend_cuda_create(int device, HwError *err)
 {
+	HW_CXX_TRY
 	int ndev = 0;
 	cudaError_t e = cudaGetDeviceCount(&ndev);
 	if (e != cudaSuccess || ndev == 0)
@@ -672,22 +760,24 @@ fail:
 	ctx_release(c);
 	free(be);
 	return NULL;
+	HW_CXX_CATCH(err, NULL)
 }
 
 extern "C" int
 hw_cuda_backend_create(int device, HwBackend **out, HwError *err)
 {
+	/* no try needed: the one callee is guarded and the rest cannot throw */
 	HwError er;
-	if (!err)
-		err = &er;
-	err->code = HW_OK;
-	*out = hw_backend_cuda_create(device, err);
-	return *out ? HW_OK : (err->code != HW_OK ? err->code : HW_ERR_INTERNAL);
+	HwError *e = err ? err : &er;
+	e->code = HW_OK;
+	*out = hw_backend_cuda_create(device, e);
+	return *out ? HW_OK : (e->code != HW_OK ? e->code : HW_ERR_INTERNAL);
 }
 
 extern "C" int
 hw_backend_cuda_last_error(HwBackend *be, HwError *err)
 {
+	HW_CXX_TRY
 	CudaCtx *c = CTX(be);
 	if (!c->failed)
 	{
@@ -706,29 +796,35 @@ hw_backend_cuda_last_error(HwBackend *be, HwError *err)
 	c->failed = 0;
 	memset(&c->err, 0, sizeof(c->err));
 	return code;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 extern "C" int
 hw_backend_cuda_describe(HwBackend *be, char *buf, size_t buflen)
 {
+	HW_CXX_TRY
 	CudaCtx *c = CTX(be);
 	snprintf(buf, buflen, "%s | gemm %s | %.3f GiB in use, peak %.3f GiB", c->name,
 			 hw_cuda_gemm_mode_name(hw_cuda_gemm_mode()),
 			 c->mem.live_bytes / 1073741824.0, c->mem.peak_bytes / 1073741824.0);
 	return HW_OK;
+	HW_CXX_CATCH(NULL, HW_ERR_INTERNAL)
 }
 
 extern "C" int
 hw_backend_cuda_bf16_peak(HwBackend *be, int n, double *tflops, HwError *err)
 {
+	HW_CXX_TRY
 	CudaCtx *c = CTX(be);
 	HW_CUDA_TRY(err, cudaSetDevice(c->device));
 	return hw_cuda_measure_bf16_peak(&c->blas, &c->mem, c->stream, n > 0 ? n : 8192, 10, tflops, err);
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 extern "C" int
 hw_backend_cuda_set_gemm_mode(const char *mode)
 {
+	HW_CXX_TRY
 	if (!mode) return HW_ERR_INVALID;
 	if (strcmp(mode, "bf16") == 0) hw_cuda_gemm_set_mode(HW_GEMM_BF16);
 	else if (strcmp(mode, "bf16x") == 0) hw_cuda_gemm_set_mode(HW_GEMM_BF16X);
@@ -736,12 +832,15 @@ hw_backend_cuda_set_gemm_mode(const char *mode)
 	else if (strcmp(mode, "fp32") == 0) hw_cuda_gemm_set_mode(HW_GEMM_FP32);
 	else return HW_ERR_INVALID;
 	return HW_OK;
+	HW_CXX_CATCH(NULL, HW_ERR_INTERNAL)
 }
 
 extern "C" size_t
 hw_backend_cuda_peak_bytes(HwBackend *be)
 {
+	HW_CXX_TRY
 	return CTX(be)->mem.peak_bytes;
+	HW_CXX_CATCH(NULL, 0)
 }
 
 /* internal (nccl.cu) */

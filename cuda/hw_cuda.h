@@ -39,6 +39,29 @@ int hw_cuda_error_set(HwError *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define hw_error_set hw_cuda_error_set
 
+/* ------------------------------------------------------------------ C++ exceptions
+ * No C++ exception may cross into C: the model calls the backend table
+ * through function pointers and the worker calls the extern "C" entries
+ * through dlsym; unwinding through C frames is undefined behaviour, and an
+ * uncaught exception abort()s the PostgreSQL backend (the postmaster then
+ * restarts every session).  CUDA, cuBLAS, NCCL and CUB report errors as
+ * status codes, but host C++ here can throw (std::vector in gemm.cu's peak
+ * probe, bad_alloc), so every entry is guarded: the body of each extern "C"
+ * function sits between HW_CXX_TRY and HW_CXX_CATCH (an exception becomes
+ * HW_ERR_INTERNAL with its what()), and backend_cuda.cu wraps every table
+ * entry in a template that does the same into the backend's kept error. */
+#include <exception>
+
+/* Sets err to "C++ exception in <where>: <what>"; returns HW_ERR_INTERNAL.  Never throws. */
+int hw_cuda_exception(HwError *err, const char *where, const char *what) noexcept;
+
+#define HW_CXX_TRY try {
+/* Ends a guarded body: on an exception, err is set and `ret` returned
+ * (leave it empty in a void function). */
+#define HW_CXX_CATCH(err, ret) \
+	} catch (const std::exception &hw_ex_) { hw_cuda_exception((err), __func__, hw_ex_.what()); return ret; } \
+	  catch (...) { hw_cuda_exception((err), __func__, "an exception that is not a std::exception"); return ret; }
+
 /* ------------------------------------------------------------------ errors */
 
 /* Turns a CUDA / cuBLAS status into an HwError with the call site. */

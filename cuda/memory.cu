@@ -46,6 +46,13 @@ hw_cuda_error_set(HwError *err, int code, const char *fmt, ...)
 }
 
 int
+hw_cuda_exception(HwError *err, const char *where, const char *what) noexcept
+{
+	/* vsnprintf does not throw; what() is noexcept */
+	return hw_cuda_error_set(err, HW_ERR_INTERNAL, "C++ exception in %s: %s", where, what ? what : "?");
+}
+
+int
 hw_cuda_err(HwError *err, cudaError_t e, const char *what, const char *file, int line)
 {
 	int code = (e == cudaErrorMemoryAllocation) ? HW_ERR_NOMEM : HW_ERR_INTERNAL;

@@ -62,6 +62,7 @@ nccl_err(HwError *err, ncclResult_t r, const char *what)
 extern "C" int
 hw_cuda_nccl_create(int ndev, const int *devices, HwCudaNccl **out, HwError *err)
 {
+	HW_CXX_TRY
 	*out = NULL;
 	if (ndev < 1 || ndev > 64)
 		return hw_error_set(err, HW_ERR_INVALID, "NCCL: %d devices requested (1..64)", ndev);
@@ -86,6 +87,7 @@ hw_cuda_nccl_create(int ndev, const int *devices, HwCudaNccl **out, HwError *err
 	nc->first_rank = 0;
 	*out = nc;
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 static int
@@ -104,6 +106,7 @@ comm_of(HwCudaNccl *nc, int rank, ncclComm_t *comm, HwError *err)
 extern "C" int
 hw_cuda_nccl_allreduce_avg(HwCudaNccl *nc, int rank, HwBackend *be, float *buf, size_t n, HwError *err)
 {
+	HW_CXX_TRY
 	ncclComm_t comm = NULL;
 	int rc = comm_of(nc, rank, &comm, err);
 	if (rc != HW_OK)
@@ -123,6 +126,7 @@ hw_cuda_nccl_allreduce_avg(HwCudaNccl *nc, int rank, HwBackend *be, float *buf, 
 	if (ncclCommGetAsyncError(comm, &async_err) == ncclSuccess && async_err != ncclSuccess)
 		return nccl_err(err, async_err, "ncclAllReduce (asynchronous)");
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 /* One host thread driving every local rank: the collectives of all ranks in
@@ -131,6 +135,7 @@ hw_cuda_nccl_allreduce_avg(HwCudaNccl *nc, int rank, HwBackend *be, float *buf, 
 extern "C" int
 hw_cuda_nccl_allreduce_avg_all(HwCudaNccl *nc, HwBackend **bes, float **bufs, size_t n, HwError *err)
 {
+	HW_CXX_TRY
 	if (!nc || nc->first_rank != 0)
 		return hw_error_set(err, HW_ERR_INVALID, "NCCL: grouped all-reduce needs the communicators of ncclCommInitAll");
 	for (int i = 0; i < nc->n; i++)
@@ -160,11 +165,13 @@ hw_cuda_nccl_allreduce_avg_all(HwCudaNccl *nc, HwBackend **bes, float **bufs, si
 		HW_CUDA_TRY(err, cudaStreamSynchronize(hw_backend_cuda_stream(bes[i])));
 	}
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 extern "C" int
 hw_cuda_nccl_broadcast(HwCudaNccl *nc, int rank, HwBackend *be, float *buf, size_t n, HwError *err)
 {
+	HW_CXX_TRY
 	ncclComm_t comm = NULL;
 	int rc = comm_of(nc, rank, &comm, err);
 	if (rc != HW_OK)
@@ -178,22 +185,26 @@ hw_cuda_nccl_broadcast(HwCudaNccl *nc, int rank, HwBackend *be, float *buf, size
 		return nccl_err(err, r, "ncclBroadcast");
 	HW_CUDA_TRY(err, cudaStreamSynchronize(s));
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 extern "C" void
 hw_cuda_nccl_destroy(HwCudaNccl *nc)
 {
+	HW_CXX_TRY
 	if (!nc)
 		return;
 	for (int i = 0; i < nc->n; i++)
 		if (nc->comms[i])
 			ncclCommDestroy(nc->comms[i]);
 	free(nc);
+	HW_CXX_CATCH(NULL, )
 }
 
 extern "C" int
 hw_cuda_nccl_unique_id(unsigned char *buf, size_t buflen, size_t *idlen, HwError *err)
 {
+	HW_CXX_TRY
 	ncclUniqueId id;
 	if (buflen < sizeof(id.internal))
 		return hw_error_set(err, HW_ERR_INVALID, "NCCL unique id needs %zu bytes", sizeof(id.internal));
@@ -203,12 +214,14 @@ hw_cuda_nccl_unique_id(unsigned char *buf, size_t buflen, size_t *idlen, HwError
 	memcpy(buf, id.internal, sizeof(id.internal));
 	*idlen = sizeof(id.internal);
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 extern "C" int
 hw_cuda_nccl_create_rank(const unsigned char *idbytes, size_t idlen, int nranks, int rank, int device,
 						 HwCudaNccl **out, HwError *err)
 {
+	HW_CXX_TRY
 	ncclUniqueId id;
 	*out = NULL;
 	if (idlen != sizeof(id.internal))
@@ -232,10 +245,12 @@ hw_cuda_nccl_create_rank(const unsigned char *idbytes, size_t idlen, int nranks,
 	nc->devices[0] = device;
 	*out = nc;
 	return HW_OK;
+	HW_CXX_CATCH(err, HW_ERR_INTERNAL)
 }
 
 #else /* no NCCL */
 
+/* These stubs cannot throw (a vsnprintf, a free): no HW_CXX_TRY needed. */
 #define NO_NCCL(err) hw_error_set((err), HW_ERR_INVALID, \
 	"headwater_cuda was built without NCCL: several GPUs need NCCL (install it and rebuild); one GPU works without")
 

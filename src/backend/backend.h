@@ -208,6 +208,21 @@ typedef struct HwBackendOps
 	/* Muon momentum (Nesterov): g' = grad*gscale; buf = mu*buf + g'; u (=) g' + mu*buf. */
 	void (*muon_momentum)(HwBackend *be, float *u, float *buf, const float *grad, size_t n,
 						  float gscale, float mu);
+
+	/* ---- optional entries (NULL = not provided; the CPU backend has none) ---- */
+	/* Can this backend run a model of these shapes (max batch B, max seq_len
+	 * S, d_model D, n_heads H, d_ff F)?  HW_OK, or HW_ERR_INVALID with what
+	 * to change (e.g. the CUDA attention kernels take head sizes D/H of 16,
+	 * 32, 64 and 128 only).  hw_model_create calls it before allocating, so
+	 * an unsupported model fails up front instead of at its first step. */
+	int (*check_shapes)(HwBackend *be, int B, int S, int D, int H, int F, HwError *err);
+	/* The compute entries return void; a backend that can fail inside them
+	 * (CUDA: a kernel fault, a cuBLAS error, a failed device allocation)
+	 * keeps its FIRST error, makes later entries no-ops and d2h copies return
+	 * NaN bytes, so the model stops with a numeric error.  This returns that
+	 * first error (HW_OK if none) with its message and clears it; the model
+	 * reports it in place of its own symptom ("loss is NaN"). */
+	int (*last_error)(HwBackend *be, HwError *err);
 } HwBackendOps;
 
 struct HwBackend

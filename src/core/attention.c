@@ -22,6 +22,7 @@
  * tile order, dq/dk/dv are deterministic whatever the thread count.
  */
 #include "attention.h"
+#include "attention_check.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -309,23 +310,14 @@ attn_plan_create(const HwAttnMaskInfo *info, HwMaskKind kind, HwError *err)
 	PairList   *pls;
 	int         B, S, R, nt;
 	int         bad = 0;
+	char        why[256];
+	int         rc;
 
-	if (!info || info->B < 0 || info->S <= 0 || info->R < 0 ||
-		!info->is_padding || (int) kind < 0 || kind > HW_MASK_FULL)
+	/* shapes, tensors, perm a permutation, rows < R: the same check (and
+	 * message) as the CUDA plan's (attention_check.h) */
+	if ((rc = hw_attn_mask_info_check(info, kind, why, sizeof(why))) != HW_OK)
 	{
-		hw_error_set(err, HW_ERR_INVALID, "attention plan: invalid mask info");
-		return NULL;
-	}
-	if (info->S > 65536)
-	{
-		hw_error_set(err, HW_ERR_INVALID, "attention plan: S = %d exceeds 65536", info->S);
-		return NULL;
-	}
-	if ((kind == HW_MASK_COLUMN && !info->column_ids) ||
-		((kind == HW_MASK_OUTBOUND || kind == HW_MASK_INBOUND) &&
-		 (!info->seq_row_ids || !info->fk_adj)))
-	{
-		hw_error_set(err, HW_ERR_INVALID, "attention plan: missing tensor for mask kind %d", (int) kind);
+		hw_error_set(err, rc, "%s", why);
 		return NULL;
 	}
 	B = info->B;
@@ -348,45 +340,18 @@ attn_plan_create(const HwAttnMaskInfo *info, HwMaskKind kind, HwError *err)
 	if (!plan->perm || !plan->iperm || !plan->qptr)
 		goto nomem;
 
-	/* validate: perm is a permutation, rows in range for the row masks */
-	for (int b = 0; b < B && !bad; b++)
+	/* perm was validated above */
+	for (int b = 0; b < B; b++)
 	{
-		uint8_t *seen = calloc(S, 1);
-		int64_t  base = (int64_t) b * S;
+		int64_t base = (int64_t) b * S;
 
-		if (!seen)
-			goto nomem;
 		for (int p = 0; p < S; p++)
 		{
 			int i = info->perm ? info->perm[base + p] : p;
 
-			if (i >= S || seen[i])
-			{
-				bad = 1;
-				hw_error_set(err, HW_ERR_INVALID,
-							 "attention plan: perm of batch element %d is not a permutation", b);
-				break;
-			}
-			seen[i] = 1;
 			plan->perm[base + p] = i;
 			plan->iperm[base + i] = p;
-			if ((kind == HW_MASK_OUTBOUND || kind == HW_MASK_INBOUND) &&
-				!info->is_padding[base + i] && info->seq_row_ids[base + i] >= R)
-			{
-				bad = 1;
-				hw_error_set(err, HW_ERR_INVALID,
-							 "attention plan: seq_row_ids[%d,%d] = %d >= R = %d",
-							 b, i, info->seq_row_ids[base + i], R);
-				break;
-			}
 		}
-		free(seen);
-	}
-	if (bad)
-	{
-		free(pls);
-		attn_plan_free(plan);
-		return NULL;
 	}
 
 #pragma omp parallel for schedule(dynamic, 1)

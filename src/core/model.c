@@ -476,6 +476,44 @@ hw_model_memory_bytes(const HwModelConfig *cfg_in, int32_t ncols, int32_t ncat)
 	return total;
 }
 
+/*
+ * The backend's own first error (backend.h last_error; CUDA: a kernel fault,
+ * a cuBLAS error, a failed device allocation or upload), HW_OK if none.  When
+ * rc reports a failure of the model, or the backend kept one, the backend's
+ * error is the cause and the model's message at most its symptom (a failed
+ * kernel makes the loss NaN): err gets the backend's message, with the
+ * symptom appended.  Otherwise returns rc unchanged.  Synchronises a device
+ * backend: call it where the caller has already waited (after a failure, a
+ * d2h copy, at creation), never on the per-step path.
+ */
+static int
+backend_cause(HwBackend *be, int rc, HwError *err)
+{
+	HwError cause = {0};
+	int     brc;
+
+	if (!be->ops->last_error || (brc = be->ops->last_error(be, &cause)) == HW_OK)
+		return rc;
+	if (err)
+	{
+		char symptom[sizeof(err->msg)];
+
+		if (rc != HW_OK && err->msg[0])
+			snprintf(symptom, sizeof(symptom), "%s", err->msg);
+		else
+			symptom[0] = '\0';
+		hw_error_set(err, brc, "%s backend: %s%s%s%s", be->ops->name, cause.msg,
+					 symptom[0] ? " (the model then reported: " : "", symptom, symptom[0] ? ")" : "");
+	}
+	return brc;
+}
+
+int
+hw_model_backend_status(HwModel *m, HwError *err)
+{
+	return backend_cause(m->be, HW_OK, err);
+}
+
 HwModel *
 hw_model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t ncols,
 				const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
@@ -494,6 +532,10 @@ hw_model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t 
 		hw_error_set(err, HW_ERR_INVALID, "model needs a column-embedding table (ncols %d) and, if ncat > 0, a category table", ncols);
 		return NULL;
 	}
+	/* shapes the backend cannot run fail here, not as a NaN at the first step */
+	if (o->check_shapes &&
+		o->check_shapes(be, cfg.batch_size, cfg.seq_len, cfg.d_model, cfg.n_heads, cfg.d_ff, err) != HW_OK)
+		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		goto nomem;
@@ -561,14 +603,23 @@ hw_model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t 
 	layout_activations(m, &meas);
 	if (hw_arena_init(&m->arena, be, meas.used, err) != HW_OK)
 	{
+		backend_cause(be, HW_ERR_NOMEM, err);
 		hw_model_free(m);
 		return NULL;
 	}
 	layout_activations(m, &m->arena);
+	/* a failed upload or device allocation surfaces here, with its cause */
+	if (backend_cause(be, HW_OK, err) != HW_OK)
+	{
+		hw_model_free(m);
+		return NULL;
+	}
 	return m;
 
 nomem:
-	hw_error_set(err, HW_ERR_NOMEM, "out of memory creating the model");
+	/* a device allocation that failed on the backend says why (how much
+	 * memory was needed and free) */
+	backend_cause(be, hw_error_set(err, HW_ERR_NOMEM, "out of memory creating the model"), err);
 	hw_model_free(m);
 	return NULL;
 }
@@ -1131,7 +1182,7 @@ hw_model_forward_backward(HwModel *m, const HwBatch *bt, float *loss, HwError *e
 	int rc = forward(m, bt, loss, err);
 
 	if (rc != HW_OK)
-		return rc;
+		return backend_cause(m->be, rc, err);
 	m->be->ops->memset(m->be, m->grads, 0, sizeof(float) * (size_t) m->pt.numel);
 	m->be->ops->memset(m->be, m->dx, 0, sizeof(float) * (size_t) m->N * m->D);
 	hw_tape_backward(&m->tape, m);
@@ -1146,7 +1197,7 @@ hw_model_optimizer_step(HwModel *m, float *gnorm, float *lr, HwError *err)
 
 	if (rc == HW_OK)
 		m->step++;
-	return rc;
+	return rc == HW_OK ? rc : backend_cause(m->be, rc, err);
 }
 
 int
@@ -1208,8 +1259,10 @@ hw_model_eval(HwModel *m, const HwBatch *bt, float *loss, HwPredictions *pred, H
 	int    B, HZ = HW_HEAD_Z(m->D), K;
 	float *Z, *lg;
 
-	if (rc != HW_OK || !pred)
-		return rc;
+	if (rc != HW_OK)
+		return backend_cause(m->be, rc, err);
+	if (!pred)
+		return HW_OK;
 	B = m->B;
 	K = m->K;
 	if (pred->B < B || pred->K < K)
@@ -1222,6 +1275,11 @@ hw_model_eval(HwModel *m, const HwBatch *bt, float *loss, HwPredictions *pred, H
 	if (K > 0)
 		m->be->ops->memcpy_d2h(m->be, lg, m->logits, sizeof(float) * B * K);
 	m->be->ops->memcpy_d2h(m->be, pred->loss, m->lossb, sizeof(float) * B);
+	if ((rc = backend_cause(m->be, HW_OK, err)) != HW_OK)
+	{
+		free(Z);
+		return rc;
+	}
 	pred->stype = m->stype;
 	for (int b = 0; b < B; b++)
 	{
@@ -1287,7 +1345,7 @@ hw_model_get_tensor(HwModel *m, int which, const char *name, float *dst, int64_t
 		return hw_error_set(err, HW_ERR_INVALID, "parameter \"%s\" has %lld elements, not %lld", name,
 							(long long) m->pt.p[i].numel, (long long) n);
 	m->be->ops->memcpy_d2h(m->be, dst, b + m->pt.p[i].offset, sizeof(float) * (size_t) n);
-	return HW_OK;
+	return backend_cause(m->be, HW_OK, err);
 }
 
 int

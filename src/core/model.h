@@ -205,6 +205,11 @@ int                 hw_model_param_index(const HwModel *m, const char *name);  /
 /* which: 0 params, 1 grads, 2 first moment (AdamW m / Muon buffer), 3 AdamW v. */
 int hw_model_get_tensor(HwModel *m, int which, const char *name, float *dst, int64_t n, HwError *err);
 int hw_model_set_tensor(HwModel *m, int which, const char *name, const float *src, int64_t n, HwError *err);
+/* HW_OK, or the error the backend kept (backend.h last_error: on CUDA a
+ * failed kernel, copy or allocation; its d2h copies then return NaN bytes),
+ * which it clears.  Call after reading buffers that must be trusted (the
+ * training state does).  Synchronises a device backend. */
+int hw_model_backend_status(HwModel *m, HwError *err);
 /* Whole flat buffers (hw_model_numel floats). */
 int hw_model_get_flat(HwModel *m, int which, float *dst);
 int hw_model_set_flat(HwModel *m, int which, const float *src);

@@ -121,6 +121,13 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 		free(w.p);
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory serializing the model state");
 	}
+	/* never a state (checkpoint) made of a failed device's NaN bytes */
+	int rc = hw_model_backend_status(m, err);
+	if (rc != HW_OK)
+	{
+		free(w.p);
+		return rc;
+	}
 	*out = w.p;
 	*len = w.n;
 	return HW_OK;

@@ -173,8 +173,46 @@ log_row(HwJobShared *job, int step, const char *split, double loss, double lr, d
 		8, argtypes, values, nulls);
 }
 
-const char *
-hw_train_loop_run(HwJobShared *job, StringInfo result)
+/*
+ * What the job holds outside PostgreSQL's memory: device memory, streams and
+ * the cuBLAS handle (in the backend), the prefetch producer thread, and the
+ * malloc'ed snapshot, tasks, tables and samplers.  hw_train_loop_run releases
+ * all of it in a PG_FINALLY, so an ERROR (a failed step, a checkpoint that
+ * cannot be written, a query cancel) frees it before the worker records the
+ * failure, not at process exit, and the producer thread never runs on past
+ * the job.
+ */
+typedef struct TrainResources
+{
+	HwSnapshot *snap;
+	HwTask    **tasks;
+	int         ntasks;
+	uint16_t   *col_emb, *cat_emb;
+	HwSampler  *sampler, *val_sampler;
+	HwPrefetch *pf;
+	HwBackend  *be;
+	HwModel    *model;
+} TrainResources;
+
+static void
+release_resources(TrainResources *r)
+{
+	hw_prefetch_stop(r->pf);            /* first: the producer thread uses the sampler */
+	hw_model_free(r->model);            /* before the backend that holds its memory */
+	hw_backend_destroy(r->be);
+	hw_sampler_free(r->val_sampler);    /* the clone before the sampler it shares tables with */
+	hw_sampler_free(r->sampler);
+	free(r->col_emb);
+	free(r->cat_emb);
+	for (int t = 0; r->tasks && t < r->ntasks; t++)
+		hw_task_free(r->tasks[t]);
+	free(r->tasks);
+	snapshot_free(r->snap);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *
+train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 {
 	TrainSettings st;
 	HwError     err = {0};
@@ -191,8 +229,9 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	/* ---- load everything once, in one transaction ---- */
 	hw_worker_start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	snap = hw_pg_snapshot_load(job->model_id);
-	tasks = hw_pg_tasks_load_all(job->model_id, snap, NULL, &ntasks);
+	snap = res->snap = hw_pg_snapshot_load(job->model_id);
+	tasks = res->tasks = hw_pg_tasks_load_all(job->model_id, snap, NULL, &ntasks);
+	res->ntasks = ntasks;
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	read_settings(job, &st, tasks, ntasks);
@@ -217,16 +256,18 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	uint16_t   *col_emb, *cat_emb;
 	int32_t     ncols;
 	uint32_t    ncat;
-	check_core(hw_training_tables(snap, tasks, ntasks, &col_emb, &ncols, &cat_emb, &ncat, &err), &err,
+	check_core(hw_training_tables(snap, tasks, ntasks, &res->col_emb, &ncols, &res->cat_emb, &ncat, &err), &err,
 			   "building the embedding tables");
-	HwSampler  *sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
+	col_emb = res->col_emb;
+	cat_emb = res->cat_emb;
+	HwSampler  *sampler = res->sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
 	if (sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
-	HwBackend  *be = hw_pg_backend_create(st.s.device, st.threads, job);
+	HwBackend  *be = res->be = hw_pg_backend_create(st.s.device, st.threads, job);
 	HwModel    *model;
 	if (state_blob != NULL)
 	{
-		model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+		model = res->model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
 		if (model == NULL)
 			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
 		/* the schedule follows the new total */
@@ -238,7 +279,7 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 		 * would not fit rather than be killed by the kernel */
 		if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
 			hw_train_check_memory(&st.s, ncols, (int32) ncat);
-		model = hw_model_create(&st.s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+		model = res->model = hw_model_create(&st.s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
 		if (model == NULL)
 			hw_pg_raise_core_error(&err, "creating the model");
 	}
@@ -283,10 +324,10 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	}
 
 	/* validation gets its own sampler: the prefetcher owns the train one */
-	HwSampler  *val_sampler = hw_sampler_clone(sampler, &err);
+	HwSampler  *val_sampler = res->val_sampler = hw_sampler_clone(sampler, &err);
 	if (val_sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the validation sampler");
-	HwPrefetch *pf = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, position, 3, &err);
+	HwPrefetch *pf = res->pf = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, position, 3, &err);
 	if (pf == NULL)
 		hw_pg_raise_core_error(&err, "starting the batch prefetcher");
 
@@ -351,6 +392,7 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 		}
 	}
 	hw_prefetch_stop(pf);
+	res->pf = NULL;
 
 	/* Asked to stop (not terminated): checkpoint what we have. */
 	if (strcmp(final_state, "cancelled") == 0 && !terminated && step > 0)
@@ -372,14 +414,25 @@ hw_train_loop_run(HwJobShared *job, StringInfo result)
 	escape_json(result, st.s.preset);
 	appendStringInfoChar(result, '}');
 
-	hw_model_free(model);
-	hw_backend_destroy(be);
-	hw_sampler_free(val_sampler);
-	hw_sampler_free(sampler);
-	free(col_emb);
-	free(cat_emb);
-	for (int t = 0; t < ntasks; t++)
-		hw_task_free(tasks[t]);
-	snapshot_free(snap);
-	return final_state;
+	return final_state;     /* the caller releases res */
+}
+
+const char *
+hw_train_loop_run(HwJobShared *job, StringInfo result)
+{
+	/* on the heap, not modified in this frame: valid in PG_FINALLY after a longjmp */
+	TrainResources *res = MemoryContextAllocZero(TopMemoryContext, sizeof(TrainResources));
+	const char *state = NULL;
+
+	PG_TRY();
+	{
+		state = train_loop(job, result, res);
+	}
+	PG_FINALLY();
+	{
+		release_resources(res);
+		pfree(res);
+	}
+	PG_END_TRY();
+	return state;
 }

@@ -10,6 +10,8 @@
  */
 #include "unit.h"
 #include "attention.h"
+#include "attention_check.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +303,102 @@ UNIT_TEST(attn_plan_rejects_bad_input)
 	info = tinfo(&t, HW_MASK_OUTBOUND, 0);
 	t.seq_row_ids[3] = 30;	/* row out of range */
 	CHECK(attn_plan_create(&info, HW_MASK_OUTBOUND, &err) == NULL);
+	tbatch_free(&t);
+}
+
+/*
+ * The plan-input contract shared with the CUDA backend (attention_check.h):
+ * the CUDA plan runs the same check on the host before uploading, so these
+ * cases are also the GPU's (its kernels would read out of bounds on a perm
+ * value >= S and leave rows unwritten on a duplicate).  The CPU plan and the
+ * CPU backend's table entry must return exactly the check's message.
+ */
+static void
+expect_rejected(const HwAttnMaskInfo *info, HwMaskKind kind, const char *needle)
+{
+	char       why[256] = "";
+	HwError    e1 = {0}, e2 = {0};
+	HwBackend *be = hw_backend_cpu_create(1, NULL);
+
+	CHECK_EQ_INT(hw_attn_mask_info_check(info, kind, why, sizeof(why)), HW_ERR_INVALID);
+	CHECK_MSG(strstr(why, needle) != NULL, "message \"%s\" lacks \"%s\"", why, needle);
+	CHECK(attn_plan_create(info, kind, &e1) == NULL);
+	CHECK_EQ_INT(e1.code, HW_ERR_INVALID);
+	CHECK_MSG(strcmp(e1.msg, why) == 0, "CPU plan says \"%s\", the check \"%s\"", e1.msg, why);
+	CHECK(be->ops->attn_plan_create(be, info, kind, &e2) == NULL);
+	CHECK_EQ_INT(e2.code, HW_ERR_INVALID);
+	CHECK(strcmp(e2.msg, why) == 0);
+	hw_backend_destroy(be);
+}
+
+UNIT_TEST(attn_mask_info_check_contract)
+{
+	TBatch         t;
+	HwAttnMaskInfo info;
+	char           why[256];
+	uint16_t       save;
+
+	tbatch_make(&t, 3, 150, 40, 0.8, 5);
+	/* every sampler-like and random permutation, and the identity, pass */
+	for (int kind = 0; kind < 4; kind++)
+		for (int which = 0; which < 3; which++)
+		{
+			info = tinfo(&t, (HwMaskKind) kind, which);
+			CHECK_EQ_INT(hw_attn_mask_info_check(&info, (HwMaskKind) kind, why, sizeof(why)), HW_OK);
+		}
+
+	/* a value >= S in batch element 2 (uint16 allows up to 65535) */
+	info = tinfo(&t, HW_MASK_COLUMN, 1);
+	save = t.col_perm[2 * 150 + 7];
+	t.col_perm[2 * 150 + 7] = 150;
+	expect_rejected(&info, HW_MASK_COLUMN, "batch element 2 is not a permutation of 0..149 (position 7 holds 150: out of range)");
+	if (unit_current_failed) return;
+	t.col_perm[2 * 150 + 7] = 65535;
+	expect_rejected(&info, HW_MASK_COLUMN, "out of range");
+	if (unit_current_failed) return;
+	t.col_perm[2 * 150 + 7] = save;
+
+	/* a duplicate (so some position is never visited) in batch element 0 */
+	info = tinfo(&t, HW_MASK_INBOUND, 1);
+	save = t.in_perm[149];
+	t.in_perm[149] = t.in_perm[0];
+	expect_rejected(&info, HW_MASK_INBOUND, "batch element 0 is not a permutation");
+	if (unit_current_failed) return;
+	expect_rejected(&info, HW_MASK_INBOUND, "a duplicate");
+	if (unit_current_failed) return;
+	t.in_perm[149] = save;
+	info = tinfo(&t, HW_MASK_INBOUND, 1);
+	CHECK_EQ_INT(hw_attn_mask_info_check(&info, HW_MASK_INBOUND, why, sizeof(why)), HW_OK);
+
+	/* rows out of range are checked with the identity perm too */
+	info = tinfo(&t, HW_MASK_OUTBOUND, 0);
+	for (int i = 0; i < 150; i++)
+		if (!t.is_padding[150 + i])
+		{
+			save = t.seq_row_ids[150 + i];
+			t.seq_row_ids[150 + i] = 40;
+			expect_rejected(&info, HW_MASK_OUTBOUND, "seq_row_ids[1,");
+			t.seq_row_ids[150 + i] = save;
+			break;
+		}
+	if (unit_current_failed) return;
+
+	/* shapes and missing tensors */
+	info = tinfo(&t, HW_MASK_COLUMN, 1);
+	info.S = 65537;
+	CHECK_EQ_INT(hw_attn_mask_info_check(&info, HW_MASK_COLUMN, why, sizeof(why)), HW_ERR_INVALID);
+	CHECK(strstr(why, "exceeds 65536") != NULL);
+	info = tinfo(&t, HW_MASK_OUTBOUND, 1);
+	info.fk_adj = NULL;
+	expect_rejected(&info, HW_MASK_OUTBOUND, "missing tensor for mask kind 1");
+	if (unit_current_failed) return;
+	info = tinfo(&t, HW_MASK_COLUMN, 1);
+	expect_rejected(&info, (HwMaskKind) 7, "invalid mask info");
+	if (unit_current_failed) return;
+	/* B = 0 is a valid (empty) batch on both backends */
+	info = tinfo(&t, HW_MASK_FULL, 0);
+	info.B = 0;
+	CHECK_EQ_INT(hw_attn_mask_info_check(&info, HW_MASK_FULL, why, sizeof(why)), HW_OK);
 	tbatch_free(&t);
 }
 

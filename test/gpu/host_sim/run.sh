@@ -11,7 +11,9 @@
 #      simulated device whose memory is host memory, synchronous streams,
 #      cublasGemmEx done on the host with cuBLAS's column-major contract and
 #      bf16 rounding) linked into test/gpu/test_cuda_backend.c, run with
-#      HW_GPU_TEST_QUICK=1 (no 300-step run, no NCCL).
+#      HW_GPU_TEST_QUICK=1 (no 300-step run, no NCCL), plus the fault
+#      injection tests (sim_inject.cc: a CUDA error or a C++ exception
+#      injected into the runtime shim, to check how the backend reports it).
 # No GPU needed.  This checks the code's logic, not the GPU: nothing about
 # real streams, memory, cuBLAS's own kernels, NCCL or speed.
 # Usage: run.sh [1|2|3 ...]   (default: all three)
@@ -68,7 +70,9 @@ for c in "$root"/src/core/*.c; do
 	cobjs+=("$out/core_$b.o")
 done
 gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -I"$root/cuda" -c "$root/test/gpu/test_cuda_backend.c" -o "$out/test_cuda_backend.o"
-$CXX "$out/test_cuda_backend.o" "${aobjs[@]}" "${cobjs[@]}" "$out/backend_cpu.o" -o "$out/test_cuda_backend_sim" -lopenblas -lm
+$CXX -I"$sim/shim" -I"$sim" -c "$sim/sim_inject.cc" -o "$out/sim_inject.o"
+$CXX "$out/test_cuda_backend.o" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "$out/backend_cpu.o" \
+	-o "$out/test_cuda_backend_sim" -lopenblas -lm
 HW_GPU_TEST_QUICK=1 stdbuf -oL "$out/test_cuda_backend_sim" || rc=1
 fi
 exit $rc

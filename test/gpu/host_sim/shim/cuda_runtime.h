@@ -5,16 +5,36 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 typedef int cudaError_t;
 typedef void *cudaStream_t;
 typedef void *cudaEvent_t;
 #define cudaSuccess 0
 #define cudaErrorInvalidValue 1
 #define cudaErrorMemoryAllocation 2
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
-inline const char *cudaGetErrorString(cudaError_t) { return "sim"; }
-inline const char *cudaGetErrorName(cudaError_t) { return "sim"; }
-inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = 0) { memset(p, v, n); return cudaSuccess; }
+#define cudaErrorIllegalAddress 700
+
+/* Fault injection (sim_inject.cc, hw_sim_inject): the `after`-th call from now
+ * (0 = the next) of cudaGetLastError (i.e. the check after a kernel launch),
+ * cudaMemcpyAsync or cudaMemsetAsync fails: kind 1 throws a
+ * std::runtime_error, kind 2 returns cudaErrorIllegalAddress (what a faulting
+ * kernel gives).  For the tests of the backend's error paths. */
+inline int sim_fault_kind, sim_fault_after = -1;
+inline cudaError_t
+sim_fault(void)
+{
+	if (sim_fault_after < 0 || sim_fault_after-- > 0)
+		return cudaSuccess;
+	if (sim_fault_kind == 1)
+		throw std::runtime_error("exception injected by the host simulation");
+	return cudaErrorIllegalAddress;
+}
+inline cudaError_t cudaGetLastError() { return sim_fault(); }
+inline const char *cudaGetErrorString(cudaError_t e)
+{ return e == cudaErrorIllegalAddress ? "an illegal memory access was encountered (injected by the host simulation)" : "sim"; }
+inline const char *cudaGetErrorName(cudaError_t e) { return e == cudaErrorIllegalAddress ? "cudaErrorIllegalAddress" : "sim"; }
+inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t = 0)
+{ cudaError_t e = sim_fault(); if (e) return e; memset(p, v, n); return cudaSuccess; }
 
 /* The rest of the runtime, for backend_cuda.cu / memory.cu / gemm.cu /
  * device_query.cu: one simulated device whose memory is host memory,
@@ -33,7 +53,8 @@ inline cudaError_t cudaMalloc(void **p, size_t n) { *p = aligned_alloc(256, (n +
 inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
 inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
 inline cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
-inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t = 0) { memmove(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t = 0)
+{ cudaError_t e = sim_fault(); if (e) return e; memmove(d, s, n); return cudaSuccess; }
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = &sim_token; return cudaSuccess; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
