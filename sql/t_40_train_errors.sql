@@ -22,7 +22,7 @@ SELECT rt_train('m40', options => '[1, 2]');
 SELECT rt_train('nosuchmodel');
 SELECT rt_train('m40', tasks => ARRAY['vip40', 'nosuchtask']);
 SELECT rt_train(NULL);
--- sampler options with bad values: the worker reports them
+-- sampler options with bad values: refused by the call
 DO $$ BEGIN PERFORM rt_train('m40', steps => 1, options => '{"child_sampling": "newest"}');
 EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%', regexp_replace(SQLERRM, 'job [0-9]+', 'job N'); END $$;
 DO $$ BEGIN PERFORM rt_train('m40', steps => 1, options => '{"key_cells": 1}');

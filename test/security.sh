@@ -202,7 +202,7 @@ script=$(mktemp /tmp/hw_sweep.XXXXXX.sql)
 psql -X -qAt -U hw_owner -d "$db" -v ON_ERROR_STOP=1 -f "$here/security/sweep.sql" > "$script" 2>&1
 sweep=$(psql -X -qAt -U hw_owner -d "$db" -f "$script" 2>/dev/null)
 rm -f "$script"
-echo "$sweep" | grep -E '^#' | head -n 5
+echo "$sweep" | grep -E '^#' 
 bad=$(echo "$sweep" | grep -E '^BAD' || true)
 total=$(echo "$sweep" | grep -cE '^(GOOD|BAD)')
 expect "bad-input sweep: $total calls, each a clear error (SQLSTATE outside class XX) or a result" \

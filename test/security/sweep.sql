@@ -106,12 +106,16 @@ SELECT $post$\set QUIET 0
 \pset tuples_only on
 \pset format unaligned
 SELECT format('# %s calls, %s functions; by SQLSTATE: %s', count(*),
-              count(DISTINCT split_part(call, '(', 1)),
+              count(DISTINCT split_part(split_part(call, ' FROM ', 2), '(', 1)),
               (SELECT string_agg(s || ' x' || c, ', ' ORDER BY c DESC, s)
                FROM (SELECT sqlstate s, count(*) c FROM sweep_result GROUP BY 1) z))
 FROM sweep_result;
 SELECT CASE WHEN sqlstate LIKE 'XX%' THEN 'BAD' ELSE 'GOOD' END || ' ' || sqlstate || ' ' || call
        || ' -- ' || left(message, 200)
 FROM sweep_result ORDER BY 1, n;
+-- per function: how its calls ended
+SELECT format('#   %s: %s', f, string_agg(s || ' x' || c, ', ' ORDER BY c DESC, s))
+FROM (SELECT split_part(split_part(call, ' FROM ', 2), '(', 1) f, sqlstate s, count(*) c
+      FROM sweep_result GROUP BY 1, 2) z GROUP BY f ORDER BY f;
 SELECT 'sweep finished';
 $post$;
