@@ -75,8 +75,9 @@ BEGIN
 				FOR j IN 1 .. array_length(f.types, 1) LOOP
 					args := args || format('%I => %s', f.names[j],
 						CASE WHEN j = i THEN bad.val
-						ELSE coalesce((SELECT g.val FROM sweep_good g WHERE g.arg = f.names[j]
-						               ORDER BY g.fn = f.proname DESC NULLS LAST LIMIT 1),
+						ELSE coalesce((SELECT g.val FROM sweep_good g
+						               WHERE g.arg = f.names[j] AND (g.fn IS NULL OR g.fn = f.proname)
+						               ORDER BY g.fn IS NULL LIMIT 1),   -- the function's own first
 						              format('NULL::%s', f.types[j])) END);
 				END LOOP;
 				INSERT INTO sweep_call (call) VALUES
