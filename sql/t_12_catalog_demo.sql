@@ -41,12 +41,13 @@ SELECT (SELECT count(*) FROM ref) AS ref_edges,
        (SELECT count(*) FROM (SELECT * FROM ref EXCEPT SELECT * FROM snap) d) AS missing,
        (SELECT count(*) FROM (SELECT * FROM snap EXCEPT SELECT * FROM ref) d) AS extra;
 
--- overrides: rating as categorical, then back; a time column set to none; all kept by rt_refresh
+-- overrides: rating as categorical, then back; products given launched_on as time column (inference
+-- leaves it out: products is an entity and launched_on not creation-like); all kept by rt_refresh
 SELECT rt_set_column_type('cat_shop', 'reviews', 'rating', 'categorical') IS NOT NULL AS done;
 SELECT column_name, semantic_type, stats FROM rt_describe('cat_shop') WHERE table_name = 'reviews' AND column_name = 'rating';
 SELECT value, count FROM headwater.model_category
 WHERE model_id = (SELECT model_id FROM headwater.model WHERE name = 'cat_shop') AND column_name = 'rating' ORDER BY cat_idx;
-SELECT rt_set_time_column('cat_shop', 'products', NULL) IS NOT NULL AS done;
+SELECT rt_set_time_column('cat_shop', 'products', 'launched_on') IS NOT NULL AS done;
 SELECT rt_set_column_type('cat_shop', 'products', 'description', 'ignored') IS NOT NULL AS done;
 SELECT rt_refresh('cat_shop') IS NOT NULL AS refreshed;
 SELECT table_name, column_name, semantic_type, is_time_column FROM rt_describe('cat_shop')

@@ -35,6 +35,7 @@ CREATE TABLE headwater.model_table (
 	pk_columns   text[],                           -- NULL: no primary key (child only)
 	time_column  text,
 	row_order    text NOT NULL,                    -- how rows are numbered
+	time_reason  text NOT NULL,                    -- why time_column was chosen, or why there is none
 	PRIMARY KEY (model_id, table_idx)
 );
 
@@ -56,6 +57,7 @@ CREATE TABLE headwater.model_column (
 	cat_emb_start  int,
 	cat_emb_count  int,
 	fk_target      text,                           -- 'table.column' (several: comma-separated)
+	inference      text NOT NULL,                  -- why stype (and, for a timestamp, why it is or is not the time column)
 	PRIMARY KEY (model_id, table_idx, column_idx)
 );
 
@@ -129,9 +131,10 @@ COMMENT ON FUNCTION rt_set_time_column(text, text, text) IS
 CREATE FUNCTION rt_describe(model text)
 RETURNS TABLE (table_name text, column_name text, sql_type text, semantic_type text,
                is_time_column bool, null_count bigint, n_rows bigint, stats jsonb,
-               fk_target text)
+               fk_target text, inference text)
 AS 'MODULE_PATHNAME', 'rt_describe' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION rt_describe(text) IS 'tables, columns, semantic types, statistics and FK targets of a model';
+COMMENT ON FUNCTION rt_describe(text) IS
+	'tables, columns, semantic types, statistics, FK targets of a model, and why each type and time column was inferred';
 
 CREATE FUNCTION rt_snapshot_info(model text)
 RETURNS jsonb AS 'MODULE_PATHNAME', 'rt_snapshot_info' LANGUAGE C STABLE STRICT;

@@ -42,12 +42,17 @@
 #include "catalog_priv.h"
 #include "catalog_build.h"
 #include "embed_hash.h"
+#include "name_rules.h"
 #include "snapshot_build.h"
 #include "snapshot_strmap.h"
 
 #define SCAN_BATCH        20000		/* rows per cursor fetch */
 #define CAT_MAX_DISTINCT  100		/* text with at most this many distinct values ... */
 									/* ... and at most half as many as non-NULL rows is categorical */
+#define CODE_MAX_DISTINCT 32		/* an integer with a code-like name and at most this many distinct values ... */
+									/* ... and at most half as many as non-NULL rows is categorical */
+#define INFER_TEXT_LIKE   (-1)		/* inferred: categorical or text, decided after the scan */
+#define INFER_INT_CODE    (-2)		/* inferred: categorical, or numerical/identifier, decided after the scan */
 #define EMBED_FN_BATCH    256		/* texts per call of a user embedding function */
 #define EPOCH_2000_US     INT64CONST(946684800000000)	/* 2000-01-01 - 1970-01-01 in µs */
 
@@ -73,10 +78,17 @@ typedef struct ColB
 	char	   *comment;
 	bool		is_pk, is_fk;
 	char	   *fk_target;
-	int			inferred;		/* HwSemanticType; -1: text-like, decided after the scan */
+	int			inferred;		/* HwSemanticType, or INFER_TEXT_LIKE / INFER_INT_CODE until after the scan */
 	int			stype;			/* final */
 	bool		overridden;
 	const char *ignore_reason;
+	char	   *why;			/* why inference chose `inferred` ("categorical: integer code (...)") */
+	char	   *time_note;		/* timestamp columns: why it is or is not the time column */
+	/* integer code candidates: distinct values seen, up to CODE_MAX_DISTINCT */
+	bool		code_track;
+	bool		code_over;		/* more than CODE_MAX_DISTINCT, or a value not exact in float8 */
+	int			ncode;
+	double		code_vals[CODE_MAX_DISTINCT];
 	int			sel;			/* select-list position, -1 none */
 	ValueKind	kind;
 	/* per-row values (malloc) */
@@ -120,7 +132,8 @@ typedef struct TabB
 	KeyB		keys[64];
 	uint32		nrows, cap;
 	int			time_col;
-	const char *time_reason;
+	char	   *time_reason;	/* "time column: ..." / "no time column: ..." */
+	bool		has_fk_out;		/* declares an FK to another table (inside the schema or not) */
 } TabB;
 
 typedef struct FkB
@@ -530,6 +543,8 @@ discover(Build *b, Datum options)
 		/* the FK columns are identifiers either way */
 		for (int j = 0; j < n; j++)
 			tb->cols[find_col_att(tb, key[j])].is_fk = true;
+		if (frel != rel)
+			tb->has_fk_out = true;	/* a child of another table: its rows are events */
 		if (p < 0)
 		{
 			ereport(NOTICE,
@@ -603,14 +618,14 @@ is_ts_type(Oid t)
 	return t == TIMESTAMPOID || t == TIMESTAMPTZOID || t == DATEOID;
 }
 
-static bool
-id_like_name(const char *n)
+static const char *
+number_kind(Oid t)
 {
-	size_t l = strlen(n);
-
-	return pg_strcasecmp(n, "id") == 0 || (l > 3 && pg_strcasecmp(n + l - 3, "_id") == 0);
+	return is_int_type(t) ? "integer" : t == CASHOID ? "money" : t == NUMERICOID ? "numeric" : "floating-point";
 }
 
+/* Semantic type from the SQL type, the keys and the name; text-like and
+ * integer-code columns are settled after the scan (finish_columns). */
 static void
 infer_type(ColB *col)
 {
@@ -620,23 +635,52 @@ infer_type(ColB *col)
 	/* a key column is an identifier, except a timestamp (pagila's payment
 	 * has payment_date in its PK for partitioning: the time is data) */
 	if ((col->is_pk || col->is_fk) && !is_ts_type(t))
+	{
 		col->inferred = HW_ST_IDENTIFIER;
-	else if (t == UUIDOID || (is_int_type(t) && id_like_name(col->name)))
+		col->why = col->is_pk && col->is_fk ? psprintf("identifier: primary key and foreign key (to %s)", col->fk_target ? col->fk_target : "a table outside the schema")
+			: col->is_pk ? pstrdup("identifier: primary key")
+			: psprintf("identifier: foreign key (to %s)", col->fk_target ? col->fk_target : "a table outside the schema");
+	}
+	else if (t == UUIDOID)
+	{
 		col->inferred = HW_ST_IDENTIFIER;
+		col->why = pstrdup("identifier: uuid");
+	}
+	else if (is_int_type(t) && t != OIDOID && hw_name_code_like(col->name))
+		col->inferred = INFER_INT_CODE;	/* counted during the scan */
+	else if (is_int_type(t) && hw_name_id_like(col->name))
+	{
+		col->inferred = HW_ST_IDENTIFIER;
+		col->why = psprintf("identifier: %s named like an id", col->sqltype);
+	}
 	else if (is_int_type(t) || is_float_type(t))
+	{
 		col->inferred = HW_ST_NUMERICAL;
+		col->why = psprintf("numerical: %s type", number_kind(t));
+	}
 	else if (t == BOOLOID)
+	{
 		col->inferred = HW_ST_BOOLEAN;
+		col->why = pstrdup("boolean: bool type");
+	}
 	else if (is_ts_type(t))
+	{
 		col->inferred = HW_ST_TIMESTAMP;
+		col->why = psprintf("timestamp: %s type%s", t == DATEOID ? "date" : "timestamp",
+							col->is_pk || col->is_fk ? " (a key column, but a time is data)" : "");
+	}
 	else if (col->typtype == TYPTYPE_ENUM)
+	{
 		col->inferred = HW_ST_CATEGORICAL;
+		col->why = pstrdup("categorical: enum type");
+	}
 	else if (col->typcat == TYPCATEGORY_STRING)
-		col->inferred = -1;		/* categorical or text, by cardinality */
+		col->inferred = INFER_TEXT_LIKE;	/* categorical or text, by cardinality */
 	else
 	{
 		col->inferred = HW_ST_IGNORED;
 		col->ignore_reason = "unsupported type";
+		col->why = psprintf("ignored: unsupported type %s", col->sqltype);
 	}
 }
 
@@ -654,6 +698,7 @@ value_expr(Build *b, TabB *tb, ColB *col, int stype)
 			col->kind = K_VALID;
 			return psprintf("(%s IS NOT NULL)", q);
 		case HW_ST_NUMERICAL:
+		case INFER_INT_CODE:
 			col->kind = K_F8;
 			if (t == BOOLOID)
 				return psprintf("%s::int::float8", q);
@@ -678,7 +723,7 @@ value_expr(Build *b, TabB *tb, ColB *col, int stype)
 			break;
 		case HW_ST_CATEGORICAL:
 		case HW_ST_TEXT:
-		case -1:
+		case INFER_TEXT_LIKE:
 			col->kind = K_TEXT;
 			return psprintf("%s::text", q);
 		default:
@@ -873,6 +918,20 @@ typedef struct ScanReceiver
 	MemoryContext rowcxt;
 } ScanReceiver;
 
+/* distinct values of an integer code candidate, up to CODE_MAX_DISTINCT
+ * (a linear search: at most 32 compares per row) */
+static inline void
+code_track_value(ColB *col, double v)
+{
+	for (int i = 0; i < col->ncode; i++)
+		if (col->code_vals[i] == v)
+			return;
+	if (col->ncode == CODE_MAX_DISTINCT || fabs(v) >= 9007199254740992.0)	/* 2^53: not exact */
+		col->code_over = true;
+	else
+		col->code_vals[col->ncode++] = v;
+}
+
 static void
 scan_row(ScanReceiver *sr, Datum *values, bool *nulls)
 {
@@ -920,6 +979,8 @@ scan_row(ScanReceiver *sr, Datum *values, bool *nulls)
 					}
 					col->f8[r] = v;
 					col->nonnull++;
+					if (col->code_track && !col->code_over)
+						code_track_value(col, v);
 					/* Welford: stable mean/variance in one pass */
 					double delta = v - col->mean;
 
@@ -1087,6 +1148,8 @@ scan_table(Build *b, int t)
 
 		if (e == NULL)
 			continue;
+		/* an integer code candidate scanned as a number: count its values */
+		col->code_track = col->inferred == INFER_INT_CODE && col->kind == K_F8;
 		if (col->kind == K_VALID)
 			e = psprintf("hw_src.%s", quote_identifier(col->name));	/* presence = not NULL */
 		col->sel = nsel++;
@@ -1159,6 +1222,156 @@ cmp_str_ids(const void *a, const void *b)
 	return strcmp(cmp_arena + cmp_off[*(const uint32 *) a], cmp_arena + cmp_off[*(const uint32 *) b]);
 }
 
+/* text-like column: categorical when few distinct values relative to rows,
+ * else text (ignored with embed_text false) */
+static void
+settle_text_like(Build *b, ColB *col)
+{
+	bool counted = col->kind == K_TEXT && col->map != NULL;
+	uint32 nd = counted ? col->map->n : 0;
+
+	if (counted && col->nonnull > 0 && nd <= CAT_MAX_DISTINCT && 2 * (int64) nd <= col->nonnull)
+	{
+		col->inferred = HW_ST_CATEGORICAL;
+		col->why = psprintf("categorical: text with %u distinct value%s in " INT64_FORMAT " non-NULL rows (<= %d, <= half)",
+							nd, nd == 1 ? "" : "s", col->nonnull, CAT_MAX_DISTINCT);
+	}
+	else
+	{
+		col->inferred = b->embed_text ? HW_ST_TEXT : HW_ST_IGNORED;
+		if (counted)
+			col->why = psprintf("%s: text with %u distinct value%s in " INT64_FORMAT " non-NULL row%s (categorical: <= %d, <= half)%s",
+								hw_stype_name(col->inferred), nd, nd == 1 ? "" : "s", col->nonnull,
+								col->nonnull == 1 ? "" : "s", CAT_MAX_DISTINCT,
+								b->embed_text ? "" : "; embed_text is false");
+		else
+			col->why = psprintf("%s: string type (distinct values not counted: the column is overridden)%s",
+								hw_stype_name(col->inferred), b->embed_text ? "" : "; embed_text is false");
+	}
+	if (col->stype != INFER_TEXT_LIKE)
+		return;					/* overridden */
+	col->stype = col->inferred;
+	if (col->stype == HW_ST_IGNORED)
+	{
+		col->ignore_reason = "embed_text is false";
+		hw_strmap_free(col->map);
+		col->map = NULL;
+		free(col->u32);
+		col->u32 = NULL;
+		free(col->valid);
+		col->valid = NULL;
+		col->kind = K_NONE;
+	}
+}
+
+/* distinct (at most CODE_MAX_DISTINCT + 1 counted) and non-NULL values of a
+ * column by SQL: only for an overridden integer code candidate whose scan
+ * did not count them */
+static void
+count_distinct_sql(Build *b, TabB *tb, ColB *col, int *nd, int64 *nonnull)
+{
+	const char *q = quote_identifier(col->name);
+	const char *t = qname(b, tb->name);
+	char *sql = psprintf("SELECT (SELECT count(*) FROM (SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d) d), "
+						 "(SELECT count(%s) FROM %s)", q, t, q, CODE_MAX_DISTINCT + 1, q, t);
+	bool isnull;
+
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "counting the values of column \"%s\" of table \"%s\" failed", col->name, tb->name);
+	*nd = (int) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*nonnull = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	pfree(sql);
+}
+
+/* integer with a code-like name: categorical when it has at most
+ * CODE_MAX_DISTINCT distinct values and at most half as many as non-NULL
+ * rows; else an identifier ("..._id") or numerical */
+static void
+settle_int_code(Build *b, TabB *tb, ColB *col)
+{
+	int nd;
+	int64 nonnull;
+	bool over;
+	bool id = hw_name_id_like(col->name);
+
+	if (col->code_track)
+	{
+		nd = col->ncode;
+		over = col->code_over;
+		nonnull = col->nonnull;
+	}
+	else if (col->kind == K_TEXT && col->map != NULL)
+	{
+		nd = (int) Min(col->map->n, (uint32) CODE_MAX_DISTINCT + 1);
+		over = col->map->n > CODE_MAX_DISTINCT;
+		nonnull = col->nonnull;
+	}
+	else
+	{
+		count_distinct_sql(b, tb, col, &nd, &nonnull);
+		over = nd > CODE_MAX_DISTINCT;
+	}
+	if (!over && nonnull > 0 && 2 * (int64) nd <= nonnull)
+	{
+		col->inferred = HW_ST_CATEGORICAL;
+		col->why = psprintf("categorical: integer code (%d distinct value%s in " INT64_FORMAT " non-NULL rows, name \"%s\")",
+							nd, nd == 1 ? "" : "s", nonnull, col->name);
+	}
+	else
+	{
+		char *detail = over ? psprintf("more than %d distinct values", CODE_MAX_DISTINCT)
+			: nonnull == 0 ? pstrdup("no non-NULL values")
+			: psprintf("%d distinct value%s in " INT64_FORMAT " non-NULL row%s, more than half",
+					   nd, nd == 1 ? "" : "s", nonnull, nonnull == 1 ? "" : "s");
+
+		col->inferred = id ? HW_ST_IDENTIFIER : HW_ST_NUMERICAL;
+		col->why = id ? psprintf("identifier: %s named like an id, not a code (%s)", col->sqltype, detail)
+			: psprintf("numerical: integer type; name \"%s\" looks like a code, but %s", col->name, detail);
+	}
+	if (col->stype != INFER_INT_CODE)
+		return;					/* overridden */
+	col->stype = col->inferred;
+	if (col->stype == HW_ST_CATEGORICAL)
+	{
+		/* the categories are the values' text, as ::text gives it */
+		uint32 ids[CODE_MAX_DISTINCT];
+		TabB *t = tb;
+
+		col->map = hw_strmap_new();
+		if (!col->map)
+			nomem_check(HW_ERR_NOMEM);
+		for (int i = 0; i < col->ncode; i++)
+		{
+			char buf[32];
+			int len = snprintf(buf, sizeof(buf), "%lld", (long long) col->code_vals[i]);
+
+			nomem_check(hw_strmap_intern(col->map, buf, (size_t) len, &ids[i]));
+		}
+		col->u32 = xrealloc(NULL, sizeof(uint32) * (t->nrows ? t->nrows : 1));
+		for (uint32 r = 0; r < t->nrows; r++)
+		{
+			col->u32[r] = 0;
+			if (!col->valid[r])
+				continue;
+			for (int i = 0; i < col->ncode; i++)
+				if (col->code_vals[i] == col->f8[r])
+				{
+					col->u32[r] = ids[i];
+					break;
+				}
+		}
+		free(col->f8);
+		col->f8 = NULL;
+		col->kind = K_TEXT;
+	}
+	else if (col->stype == HW_ST_IDENTIFIER)
+	{
+		free(col->f8);
+		col->f8 = NULL;
+		col->kind = K_VALID;
+	}
+}
+
 static void
 finish_columns(Build *b)
 {
@@ -1180,36 +1393,10 @@ finish_columns(Build *b)
 		{
 			ColB *col = &tb->cols[c];
 
-			if (col->stype == -1)
-			{
-				/* text-like: categorical when few distinct values relative to rows */
-				uint32 nd = col->map->n;
-
-				if (col->nonnull > 0 && nd <= CAT_MAX_DISTINCT && 2 * (int64) nd <= col->nonnull)
-					col->stype = HW_ST_CATEGORICAL;
-				else if (b->embed_text)
-					col->stype = HW_ST_TEXT;
-				else
-				{
-					col->stype = HW_ST_IGNORED;
-					col->ignore_reason = "embed_text is false";
-					hw_strmap_free(col->map);
-					col->map = NULL;
-					free(col->u32);
-					col->u32 = NULL;
-					free(col->valid);
-					col->valid = NULL;
-					col->kind = K_NONE;
-				}
-			}
-			if (col->inferred == -1)
-			{
-				/* overridden text-like column: report what inference would say */
-				if (col->map && col->nonnull > 0 && col->map->n <= CAT_MAX_DISTINCT && 2 * (int64) col->map->n <= col->nonnull)
-					col->inferred = HW_ST_CATEGORICAL;
-				else
-					col->inferred = col->stype == HW_ST_IGNORED && !col->overridden ? HW_ST_IGNORED : HW_ST_TEXT;
-			}
+			if (col->inferred == INFER_TEXT_LIKE)
+				settle_text_like(b, col);
+			else if (col->inferred == INFER_INT_CODE)
+				settle_int_code(b, tb, col);
 			if (col->stype == HW_ST_IGNORED && !col->overridden && col->ignore_reason &&
 				strcmp(col->ignore_reason, "unsupported type") == 0)
 				appendStringInfo(&unsupported, "%s%s.%s (%s)", unsupported.len ? ", " : "",
@@ -1295,22 +1482,46 @@ finish_columns(Build *b)
 
 /* ------------------------------------------------------------- time columns */
 
-static bool
-name_in(const char *n, const char *const *list)
+/* names of the tables (other than t) whose FKs reference t, comma-separated;
+ * NULL when none */
+static char *
+referenced_by(Build *b, int t)
 {
-	for (int i = 0; list[i]; i++)
-		if (pg_strcasecmp(n, list[i]) == 0)
-			return true;
-	return false;
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int f = 0; f < b->nfks; f++)
+	{
+		FkB *fk = &b->fks[f];
+		bool seen = false;
+
+		if (fk->parent != t || fk->child == t)
+			continue;
+		for (int g = 0; g < f; g++)
+			seen |= b->fks[g].parent == t && b->fks[g].child == fk->child;
+		if (!seen)
+			appendStringInfo(&s, "%s%s", s.len ? ", " : "", b->tabs[fk->child].name);
+	}
+	return s.len ? s.data : NULL;
 }
 
+/*
+ * The time column of a table is an EVENT time: when the row came into
+ * existence.  Among its timestamp columns, maintenance stamps (last_update)
+ * and attribute dates (birth_date, expires_at, due_date, end_date) never
+ * are; of the others (candidates):
+ *   1. one creation-like name (created_at, signup_date, date_joined ...);
+ *   2. else one named after the table (rental_date of rental, ordered_at of orders);
+ *   3. else the only candidate, when the table's rows are events: the table
+ *      has an FK to another table, or no other table references it.  An
+ *      entity (referenced, no FK of its own) whose only date is not
+ *      creation-like keeps none;
+ *   4. else none (several candidates: NOTICE).
+ * options time_columns / rt_set_time_column win over all of this.
+ */
 static void
 choose_time_columns(Build *b, Datum options)
 {
-	static const char *const maintenance[] = {"last_update", "updated_at", "updated", "modified_at",
-		"modified", "last_modified", "updated_on", "modified_on", NULL};
-	static const char *const creation[] = {"created_at", "created", "created_on", "creation_date",
-		"creation_time", "inserted_at", NULL};
 	StringInfoData amb;
 
 	initStringInfo(&amb);
@@ -1319,57 +1530,132 @@ choose_time_columns(Build *b, Datum options)
 		TabB *tb = &b->tabs[t];
 		bool present;
 		char *opt = option_time_column(b, options, tb->name, &present);
+		int *cls = palloc0(sizeof(int) * (tb->ncols ? tb->ncols : 1));
+		int ncand = 0, cand = -1, ncre = 0, cre = -1, naft = 0, aft = -1;
+		StringInfoData cands, attrs, maint;
+		const char *why = NULL;
 
 		tb->time_col = -1;
 		if (present)
 		{
-			if (opt == NULL)
-				continue;		/* explicitly none */
-			int c = find_col_name(tb, opt);
+			if (opt != NULL)
+			{
+				int c = find_col_name(tb, opt);
 
-			if (c < 0)
-				ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-								errmsg("time column \"%s\" does not exist in table \"%s\"", opt, tb->name)));
-			if (tb->cols[c].stype != HW_ST_TIMESTAMP)
-				ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-								errmsg("time column \"%s\" of table \"%s\" is %s, not a timestamp",
-									   opt, tb->name, hw_stype_name(tb->cols[c].stype)),
-								errhint("A time column must be a date, timestamp or timestamptz column typed timestamp.")));
-			tb->time_col = c;
+				if (c < 0)
+					ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+									errmsg("time column \"%s\" does not exist in table \"%s\"", opt, tb->name)));
+				if (tb->cols[c].stype != HW_ST_TIMESTAMP)
+					ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+									errmsg("time column \"%s\" of table \"%s\" is %s, not a timestamp",
+										   opt, tb->name, hw_stype_name(tb->cols[c].stype)),
+									errhint("A time column must be a date, timestamp or timestamptz column typed timestamp.")));
+				tb->time_col = c;
+				tb->time_reason = pstrdup("time column: set by rt_set_time_column (option time_columns)");
+			}
+			else
+				tb->time_reason = pstrdup("no time column: set to none by rt_set_time_column (option time_columns)");
+			for (int c = 0; c < tb->ncols; c++)
+				if (tb->cols[c].stype == HW_ST_TIMESTAMP)
+					tb->cols[c].time_note = c == tb->time_col || tb->time_col < 0 ? tb->time_reason :
+						psprintf("not the time column: \"%s\" is set by rt_set_time_column (option time_columns)",
+								 tb->cols[tb->time_col].name);
 			continue;
 		}
-		/* detection: timestamp columns, leaving out maintenance stamps */
-		int ncand = 0, cand = -1, npref = 0, pref = -1;
-		size_t tl = strlen(tb->name);
-		StringInfoData names;
-
-		initStringInfo(&names);
+		initStringInfo(&cands);
+		initStringInfo(&attrs);
+		initStringInfo(&maint);
 		for (int c = 0; c < tb->ncols; c++)
 		{
 			ColB *col = &tb->cols[c];
 
-			if (col->stype != HW_ST_TIMESTAMP || name_in(col->name, maintenance))
+			if (col->stype != HW_ST_TIMESTAMP)
 				continue;
+			cls[c] = hw_name_date_class(col->name);
+			if (cls[c] == HW_DATE_MAINTENANCE)
+			{
+				appendStringInfo(&maint, "%s%s", maint.len ? ", " : "", col->name);
+				continue;
+			}
+			if (cls[c] == HW_DATE_ATTRIBUTE)
+			{
+				appendStringInfo(&attrs, "%s%s", attrs.len ? ", " : "", col->name);
+				continue;
+			}
 			ncand++;
 			cand = c;
-			appendStringInfo(&names, "%s%s", names.len ? ", " : "", col->name);
-			/* created_at & co, or "<table>_..." / "<singular table>_..." (rental_date, order_date) */
-			size_t stem = (tl > 1 && tb->name[tl - 1] == 's') ? tl - 1 : tl;
-
-			if (name_in(col->name, creation) ||
-				(strncmp(col->name, tb->name, stem) == 0 &&
-				 (col->name[stem] == '_' || (stem < tl && col->name[stem] == 's' && col->name[stem + 1] == '_'))))
+			appendStringInfo(&cands, "%s%s", cands.len ? ", " : "", col->name);
+			if (cls[c] == HW_DATE_CREATION)
 			{
-				npref++;
-				pref = c;
+				ncre++;
+				cre = c;
+			}
+			else if (hw_name_after_table(col->name, tb->name))
+			{
+				naft++;
+				aft = c;
 			}
 		}
-		if (ncand == 1)
-			tb->time_col = cand;
-		else if (ncand > 1 && npref == 1)
-			tb->time_col = pref;
+		if (ncre == 1)
+		{
+			tb->time_col = cre;
+			why = psprintf("time column: creation-like name \"%s\"", tb->cols[cre].name);
+		}
+		else if (ncre == 0 && naft == 1)
+		{
+			tb->time_col = aft;
+			why = psprintf("time column: event time named after its table (\"%s\")", tb->cols[aft].name);
+		}
+		else if (ncand == 1)
+		{
+			char *refs = referenced_by(b, t);
+
+			if (tb->has_fk_out)
+			{
+				tb->time_col = cand;
+				why = psprintf("time column: the only candidate date (\"%s\") of a table with a foreign key: its rows are events",
+							   tb->cols[cand].name);
+			}
+			else if (refs == NULL)
+			{
+				tb->time_col = cand;
+				why = psprintf("time column: the only candidate date (\"%s\") of a table no foreign key references: its rows are events",
+							   tb->cols[cand].name);
+			}
+			else
+				why = psprintf("no time column: an entity table (referenced by %s) whose only date \"%s\" is not creation-like",
+							   refs, tb->cols[cand].name);
+		}
 		else if (ncand > 1)
-			appendStringInfo(&amb, "%s%s (%s)", amb.len ? "; " : "", tb->name, names.data);
+		{
+			why = psprintf("no time column: several candidates (%s), %s", cands.data,
+						   ncre > 1 ? "more than one creation-like" : "none creation-like or named after the table");
+			appendStringInfo(&amb, "%s%s (%s)", amb.len ? "; " : "", tb->name, cands.data);
+		}
+		else if (attrs.len && maint.len)
+			why = psprintf("no time column: only attribute dates (%s) and maintenance stamps (%s)", attrs.data, maint.data);
+		else if (attrs.len)
+			why = psprintf("no time column: only attribute dates (%s)", attrs.data);
+		else if (maint.len)
+			why = psprintf("no time column: only maintenance stamps (%s)", maint.data);
+		else
+			why = pstrdup("no time column: no date or timestamp column");
+		tb->time_reason = (char *) why;
+		for (int c = 0; c < tb->ncols; c++)
+		{
+			ColB *col = &tb->cols[c];
+
+			if (col->stype != HW_ST_TIMESTAMP)
+				continue;
+			if (c == tb->time_col || tb->time_col < 0)
+				col->time_note = tb->time_reason;
+			else
+				col->time_note = psprintf("not the time column: %s; the time column is \"%s\"",
+										  cls[c] == HW_DATE_MAINTENANCE ? "a maintenance stamp" :
+										  cls[c] == HW_DATE_ATTRIBUTE ? "an attribute date" :
+										  cls[c] == HW_DATE_CREATION ? "another creation-like date" :
+										  "another date", tb->cols[tb->time_col].name);
+		}
 	}
 	if (amb.len)
 		ereport(NOTICE, (errmsg("no time column chosen for tables with several candidates: %s", amb.data),
@@ -1878,6 +2164,21 @@ column_stats(Build *b, TabB *tb, ColB *col, HwColumn *hc)
 	return s.data;
 }
 
+/* rt_describe's inference: why the semantic type, and for a timestamp
+ * column why it is (not) the time column */
+static char *
+inference_text(ColB *col)
+{
+	const char *why = col->why ? col->why : hw_stype_name(col->stype);
+	char *s = col->overridden ?
+		psprintf("%s: overridden by rt_set_column_type (option column_types); inferred %s",
+				 hw_stype_name(col->stype), why) : pstrdup(why);
+
+	if (col->time_note)
+		s = psprintf("%s; %s", s, col->time_note);
+	return s;
+}
+
 static char *
 text_array_lit(TabB *tb, int n, const int16 *att)
 {
@@ -1963,14 +2264,14 @@ persist(Build *b, int32 model_id, Datum options, Oid owner)
 
 	/* tables */
 	{
-		Oid types[7] = {INT4OID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID};
-		SPIPlanPtr plan = SPI_prepare("INSERT INTO headwater.model_table VALUES ($1, $2, $3, $4, $5::text[], $6, $7)", 7, types);
+		Oid types[8] = {INT4OID, INT4OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+		SPIPlanPtr plan = SPI_prepare("INSERT INTO headwater.model_table VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8)", 8, types);
 
 		for (int t = 0; t < b->ntables; t++)
 		{
 			TabB *tb = &b->tabs[t];
-			Datum v[7];
-			char n[7] = "       ";
+			Datum v[8];
+			char n[9] = "        ";
 
 			v[0] = Int32GetDatum(model_id);
 			v[1] = Int32GetDatum(t);
@@ -1985,17 +2286,18 @@ persist(Build *b, int32 model_id, Datum options, Oid owner)
 			else
 				n[5] = 'n';
 			v[6] = CStringGetTextDatum(tb->pk_key >= 0 ? "primary key" : "tableoid, ctid (no primary key)");
+			v[7] = CStringGetTextDatum(tb->time_reason ? tb->time_reason : "no time column");
 			exec_plan(plan, v, n, SPI_OK_INSERT);
 		}
 		SPI_freeplan(plan);
 	}
 	/* columns */
 	{
-		Oid types[17] = {INT4OID, INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID,
-			BOOLOID, INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT4OID, TEXTOID};
+		Oid types[18] = {INT4OID, INT4OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID,
+			BOOLOID, INT4OID, INT8OID, INT8OID, TEXTOID, INT4OID, INT4OID, TEXTOID, TEXTOID};
 		SPIPlanPtr plan = SPI_prepare("INSERT INTO headwater.model_column VALUES "
-									  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17)",
-									  17, types);
+									  "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, $17, $18)",
+									  18, types);
 
 		for (int t = 0; t < b->ntables; t++)
 		{
@@ -2005,8 +2307,8 @@ persist(Build *b, int32 model_id, Datum options, Oid owner)
 			{
 				ColB *col = &tb->cols[c];
 				HwColumn *hc = &s->tables[t].cols[c];
-				Datum v[17];
-				char n[18] = "                 ";
+				Datum v[18];
+				char n[19] = "                  ";
 
 				v[0] = Int32GetDatum(model_id);
 				v[1] = Int32GetDatum(t);
@@ -2032,6 +2334,7 @@ persist(Build *b, int32 model_id, Datum options, Oid owner)
 					v[16] = CStringGetTextDatum(col->fk_target);
 				else
 					n[16] = 'n';
+				v[17] = CStringGetTextDatum(inference_text(col));
 				exec_plan(plan, v, n, SPI_OK_INSERT);
 			}
 		}

@@ -30,16 +30,16 @@ rt_describe(PG_FUNCTION_ARGS)
 	hw_become_owner(&as);
 	if (SPI_execute_with_args(
 			"SELECT table_name, column_name, sql_type, stype, is_time_column, null_count, "
-			"       n_rows, stats, fk_target "
+			"       n_rows, stats, fk_target, inference "
 			"FROM headwater.model_column WHERE model_id = $1 ORDER BY table_idx, column_idx",
 			1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)}, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "rt_describe: catalog query failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum values[9];
-		bool nulls[9];
+		Datum values[10];
+		bool nulls[10];
 
-		for (int c = 0; c < 9; c++)
+		for (int c = 0; c < 10; c++)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		/* the tuplestore copies the values before SPI_finish frees them */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
