@@ -64,10 +64,28 @@ CREATE TABLE headwater.checkpoint (
 );
 CREATE INDEX checkpoint_model_idx ON headwater.checkpoint (model_id, step);
 
-REVOKE ALL ON headwater.job, headwater.train_log, headwater.checkpoint FROM PUBLIC;
+-- Per-task validation of a checkpoint: at each validation every trained task
+-- is evaluated on a fixed sample of its val split (the same rows each time,
+-- at most options.val_rows), with its own metric: auroc (boolean), accuracy
+-- (categorical), mae (numerical), mae_days (timestamp).  Prediction serves a
+-- task from the checkpoint of the current run with its best metric (higher
+-- auroc/accuracy, lower mae); checkpoints without a row fall back to is_best.
+CREATE TABLE headwater.checkpoint_metric (
+    checkpoint_id bigint NOT NULL REFERENCES headwater.checkpoint ON DELETE CASCADE,
+    task_id       int NOT NULL REFERENCES headwater.task ON DELETE CASCADE,
+    metric        text NOT NULL,          -- auroc | accuracy | mae | mae_days
+    value         float8,                 -- NULL when undefined (e.g. one class only)
+    loss          float8,                 -- the task's mean val loss on the same rows
+    n_rows        int NOT NULL,
+    PRIMARY KEY (checkpoint_id, task_id)
+);
+CREATE INDEX checkpoint_metric_task_idx ON headwater.checkpoint_metric (task_id);
+
+REVOKE ALL ON headwater.job, headwater.train_log, headwater.checkpoint, headwater.checkpoint_metric FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('headwater.job', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.train_log', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.checkpoint', '');
+SELECT pg_catalog.pg_extension_config_dump('headwater.checkpoint_metric', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.job_job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.checkpoint_checkpoint_id_seq', '');
 

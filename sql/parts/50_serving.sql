@@ -3,29 +3,35 @@
 -- A row is named by its primary key: the value for a one-column key, ROW(...)
 -- or an array for a composite key (columns in primary key order).
 -- obs_time: what the model may see (default now).
+-- checkpoint: which checkpoint of the task's model (default NULL: the task's
+-- best, by its own val metric in the current run).
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION rt_predict(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL)
+CREATE FUNCTION rt_predict(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
+                           checkpoint bigint DEFAULT NULL)
 RETURNS float8
 AS 'MODULE_PATHNAME', 'rt_predict' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict(text, anyelement, timestamptz) IS
+COMMENT ON FUNCTION rt_predict(text, anyelement, timestamptz, bigint) IS
 'numerical: the value; boolean: P(true); timestamp: epoch seconds; categorical: probability of the most likely label; NULL when the model predicts NULL';
 
-CREATE FUNCTION rt_predict_label(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL)
+CREATE FUNCTION rt_predict_label(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
+                           checkpoint bigint DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'rt_predict_label' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict_label(text, anyelement, timestamptz) IS
+COMMENT ON FUNCTION rt_predict_label(text, anyelement, timestamptz, bigint) IS
 'the prediction as text: categorical label, true/false, timestamp, or number';
 
-CREATE FUNCTION rt_predict_proba(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL)
+CREATE FUNCTION rt_predict_proba(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
+                           checkpoint bigint DEFAULT NULL)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_predict_proba' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict_proba(text, anyelement, timestamptz) IS
+COMMENT ON FUNCTION rt_predict_proba(text, anyelement, timestamptz, bigint) IS
 'the full prediction: p_null, label, and the distribution over categories (categorical) or the value';
 
-CREATE FUNCTION rt_predict_batch(task text, row_ids anyarray, obs_time timestamptz DEFAULT NULL)
+CREATE FUNCTION rt_predict_batch(task text, row_ids anyarray, obs_time timestamptz DEFAULT NULL,
+                                 checkpoint bigint DEFAULT NULL)
 RETURNS TABLE (row_id text, prediction float8, label text, p_null float8, detail jsonb)
 AS 'MODULE_PATHNAME', 'rt_predict_batch' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict_batch(text, anyarray, timestamptz) IS
+COMMENT ON FUNCTION rt_predict_batch(text, anyarray, timestamptz, bigint) IS
 'predict many rows in one pass (rows in the order given)';
 
 CREATE FUNCTION rt_evaluate(task text, split text DEFAULT 'test', checkpoint bigint DEFAULT NULL)

@@ -29,7 +29,8 @@
 
 int64
 hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint64 sampler_position,
-				   double val, bool best, const HwSamplerConfig *scfg, const char *preset)
+				   double val, bool best, const HwSamplerConfig *scfg, const char *preset,
+				   const HwTaskValMetric *metrics, int nmetrics)
 {
 	HwError     err = {0};
 	uint8_t    *blob = NULL;
@@ -101,6 +102,22 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 				elog(ERROR, "could not insert into headwater.checkpoint_state");
 			pfree(b);
 		}
+		/* its per-task validation */
+		for (int i = 0; i < nmetrics; i++)
+		{
+			Oid     margtypes[6] = {INT8OID, INT4OID, TEXTOID, FLOAT8OID, FLOAT8OID, INT4OID};
+			Datum   mvalues[6] = {Int64GetDatum(ckpt_id), Int32GetDatum(metrics[i].task_id),
+								  CStringGetTextDatum(metrics[i].metric), Float8GetDatum(metrics[i].value),
+								  Float8GetDatum(metrics[i].loss), Int32GetDatum(metrics[i].n_rows)};
+			char    mnulls[6] = {' ', ' ', ' ', isfinite(metrics[i].value) ? ' ' : 'n',
+								 isfinite(metrics[i].loss) ? ' ' : 'n', ' '};
+
+			if (SPI_execute_with_args("INSERT INTO headwater.checkpoint_metric "
+									  "(checkpoint_id, task_id, metric, value, loss, n_rows) "
+									  "VALUES ($1, $2, $3, $4, $5, $6)",
+									  6, margtypes, mvalues, mnulls, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into headwater.checkpoint_metric");
+		}
 		/* the job row points at its latest checkpoint */
 		if (job_id > 0)
 			SPI_execute_with_args("UPDATE headwater.job SET checkpoint_id = $2, updated_at = clock_timestamp() "
@@ -140,10 +157,22 @@ json_int(const char *config, const char *key, int64 dflt)
 }
 
 bool
+hw_val_metric_higher_better(const char *metric)
+{
+	return strcmp(metric, "auroc") == 0 || strcmp(metric, "accuracy") == 0;
+}
+
+bool
 hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 {
-	Oid     argtypes[2] = {INT4OID, INT8OID};
-	Datum   values[2] = {Int32GetDatum(model_id), Int64GetDatum(checkpoint_id)};
+	return hw_checkpoint_find_task(model_id, 0, checkpoint_id, info);
+}
+
+bool
+hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCheckpointInfo *info)
+{
+	Oid     argtypes[3] = {INT4OID, INT8OID, INT4OID};
+	Datum   values[3] = {Int32GetDatum(model_id), Int64GetDatum(checkpoint_id), Int32GetDatum(task_id)};
 	bool    isnull;
 	const char *sql;
 
@@ -151,11 +180,17 @@ hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
 			  "WHERE model_id = $1 AND checkpoint_id = $2";
 	else if (checkpoint_id == -1)
-		/* serving: the newest run with a checkpoint, its best (else latest) */
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND $2 = $2 AND lineage = "
+		/* serving: the newest run with a checkpoint; in it, the best of the
+		 * task's own val metric (higher auroc/accuracy, lower mae), then the
+		 * best by mixed val loss, then the latest.  Ties: the later step. */
+		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage "
+			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
+			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
+			  "WHERE c.model_id = $1 AND $2 = $2 AND c.lineage = "
 			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) "
-			  "ORDER BY is_best DESC, step DESC, checkpoint_id DESC LIMIT 1";
+			  "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value "
+			  "              ELSE -cm.value END DESC NULLS LAST, "
+			  "  c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1";
 	else
 		/* resume point: the latest of the run of the newest job that started
 		 * training (a restart with no checkpoint yet leaves nothing to resume) */
@@ -164,7 +199,7 @@ hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 			  "  (SELECT lineage FROM headwater.job WHERE model_id = $1 AND lineage IS NOT NULL "
 			  "   ORDER BY job_id DESC LIMIT 1) "
 			  "ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
-	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql, checkpoint_id == -1 ? 3 : 2, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.checkpoint");
 	if (SPI_processed != 1)
 		return false;

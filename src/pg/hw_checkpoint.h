@@ -11,7 +11,11 @@
  * newest job that started training, so options => '{"restart": true}' makes
  * every older run ineligible; prediction uses the best checkpoint of the
  * newest run that has checkpoints (the previous run's until a restarted one
- * writes its first); is_best marks the best of each run.
+ * writes its first); is_best marks the best of each run by the mixed val
+ * loss.  Per task, headwater.checkpoint_metric holds each validated
+ * checkpoint's own metric for every trained task, and a task is served from
+ * the checkpoint of that newest run with its best metric (higher auroc or
+ * accuracy, lower mae); is_best only where the task has no metric row.
  */
 #ifndef HW_CHECKPOINT_H
 #define HW_CHECKPOINT_H
@@ -34,17 +38,37 @@ typedef struct HwCheckpointInfo
 	uint64  seed;
 } HwCheckpointInfo;
 
+/* One task's validation at a checkpoint (a headwater.checkpoint_metric row). */
+typedef struct HwTaskValMetric
+{
+	int32       task_id;
+	const char *metric;         /* auroc | accuracy | mae | mae_days */
+	double      value;          /* NaN: undefined (stored as NULL) */
+	double      loss;           /* mean val loss of the task on the same rows */
+	int32       n_rows;
+} HwTaskValMetric;
+
+/* Whether a higher value of the metric is better (auroc, accuracy). */
+bool   hw_val_metric_higher_better(const char *metric);
+
 /* Saves a checkpoint of run `lineage` in its own committed transaction
  * (worker, outside a transaction); returns its id.  val may be NaN; best
- * moves the run's best mark. */
+ * moves the run's best mark; metrics[nmetrics] (may be 0) are its per-task
+ * validation rows. */
 int64  hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint64 sampler_position,
-						  double val, bool best, const HwSamplerConfig *scfg, const char *preset);
+						  double val, bool best, const HwSamplerConfig *scfg, const char *preset,
+						  const HwTaskValMetric *metrics, int nmetrics);
 
 /* Caller connected to SPI (as owner).  checkpoint_id >= 0: that one;
  * -1 (serving): the best of the newest run that has checkpoints, else its
  * latest; -2 (resume point): the latest of the current run (that of the
  * newest job that started training).  False when none. */
 bool   hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info);
+
+/* The same for one task: with checkpoint_id -1, the checkpoint of the newest
+ * run with the task's best val metric (headwater.checkpoint_metric), else
+ * as hw_checkpoint_find.  task_id 0: no task (hw_checkpoint_find). */
+bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCheckpointInfo *info);
 
 /* Caller in SPI (as owner): the serialized training state, allocated in the
  * caller's context (SPI_palloc), so it survives SPI_finish. */

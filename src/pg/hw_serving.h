@@ -80,7 +80,7 @@ void hw_serving_set_wide(HwServing *s, bool wide);
 const char *hw_serving_category_label(const HwServing *s, int t, int32 k);
 
 /* The cached model serving task `task_ref` (a task name, not NULL) at
- * checkpoint_id (-1: the best checkpoint, else the latest; >= 0: that
+ * checkpoint_id (-1: the task's best checkpoint, hw_checkpoint_find_task; >= 0: that
  * checkpoint, which must belong to the task's model); *task_index is the
  * task's index in the entry.  The entry stays valid until
  * CurrentMemoryContext is reset or deleted (also on ERROR).  ERROR with a

@@ -83,6 +83,7 @@ typedef struct HwTrainSettings
 	int32       log_every;
 	int32       val_every;
 	int32       val_batches;
+	int32       val_rows;           /* per task: its own metric on min(n_val, val_rows) val rows */
 	int32       checkpoint_every;
 	int32       threads;            /* as asked; 0 = every CPU (the worker clamps) */
 	double      progress_seconds;

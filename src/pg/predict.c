@@ -371,6 +371,25 @@ category_label(HwServing *s, int t, int32 k)
 	return hw_serving_category_label(s, t, k);
 }
 
+/* The optional checkpoint argument (argument argno): -1 (the task's best)
+ * when absent or NULL, else a checkpoint id (hw_serving_get checks that it
+ * is one of the task's model's). */
+static int64
+checkpoint_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
+{
+	int64 c;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return -1;
+	c = PG_GETARG_INT64(argno);
+	if (c < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("checkpoint %lld for task \"%s\" is not a checkpoint id", (long long) c, task_ref),
+				 errhint("Checkpoint ids are positive (headwater.checkpoint); NULL predicts with the task's best checkpoint.")));
+	return c;
+}
+
 static Decoded
 predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
 {
@@ -385,7 +404,7 @@ predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
 				 errhint("Pass the primary key of the row to predict (ROW(...) or ARRAY[...] for a composite key); "
 						 "a NULL key names no row.")));
 	int64_t obs = obs_time_arg(fcinfo, 2, task_ref);
-	HwServing *s = hw_serving_get(task_ref, -1, &t);
+	HwServing *s = hw_serving_get(task_ref, checkpoint_arg(fcinfo, 3, task_ref), &t);
 	uint32  row = anchor_row_of(s, t, task_ref, "row_id", PG_GETARG_DATUM(1),
 								get_fn_expr_argtype(fcinfo->flinfo, 1));
 
@@ -534,8 +553,10 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 							errmsg("row_ids element %d of task \"%s\" is NULL", i + 1, task_ref),
 							errhint("Remove NULL ids from the array; a NULL key names no row.")));
 
+	int64     ckpt = checkpoint_arg(fcinfo, 3, task_ref);
+
 	InitMaterializedSRF(fcinfo, 0);
-	HwServing *s = hw_serving_get(task_ref, -1, &t);
+	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
 
 	uint32_t *rows = palloc(sizeof(uint32_t) * Max(1, n));
 	int64_t  *obs = palloc(sizeof(int64_t) * Max(1, n));

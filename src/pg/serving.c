@@ -410,7 +410,7 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	key = model_state_key(model_id, &model_name);
-	if (!hw_checkpoint_find(model_id, checkpoint_id, &info))
+	if (!hw_checkpoint_find_task(model_id, task_id, checkpoint_id, &info))
 	{
 		if (checkpoint_id >= 0)
 			checkpoint_not_found(checkpoint_id, task_ref, model_name);

@@ -34,6 +34,7 @@
 #include "hw_train.h"
 #include "hw_checkpoint.h"
 #include "hw_device.h"
+#include "metrics.h"
 #include "backend.h"
 #include "model.h"
 #include "prefetch.h"
@@ -154,6 +155,204 @@ validate(HwModel *model, HwSampler *sampler, int nbatches)
 	return done ? sum / done : NAN;
 }
 
+/*
+ * Per-task validation: each trained task (weight > 0) on a fixed sample of
+ * its val split (min(n_val, val_rows) rows spread evenly over the shard, the
+ * same every time), its own metric (auroc, accuracy, mae, mae_days) with
+ * src/core/metrics.c and its mean loss on the same rows.  Fills out[] (one
+ * per task evaluated) and returns how many.  Rows with a NULL target count
+ * in the loss, not in the metric.
+ */
+static int
+validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **tasks, int ntasks,
+			   const double *weights, int val_rows, HwTaskValMetric *out)
+{
+	HwError err = {0};
+	int     nout = 0;
+	int     maxb = Max(1, hw_sampler_config(vs)->batch_size);
+
+	if (val_rows <= 0)
+		return 0;
+	for (int t = 0; t < ntasks; t++)
+	{
+		const HwTask *task = tasks[t];
+		uint32  n;
+		const uint32_t *idx = hw_sampler_shard(vs, t, HW_SPLIT_VAL, &n);
+
+		if (!(weights[t] > 0) || idx == NULL || n == 0)
+			continue;
+		uint32  k = Min(n, (uint32) val_rows);
+		uint32 *sel = palloc(sizeof(uint32) * k);
+		double *pred = palloc(sizeof(double) * k);     /* P(true) / value in target units */
+		int32  *label = palloc(sizeof(int32) * k);
+		double  loss_sum = 0;
+		int32   K = 1;
+
+		for (uint32 j = 0; j < k; j++)
+			sel[j] = idx[(uint64) j * n / k];
+		for (uint32 off = 0; off < k; off += maxb)
+		{
+			int     nb = (int) Min((uint32) maxb, k - off);
+			HwBatch *b = NULL;
+			float   loss;
+
+			if (hw_sampler_seed_batch(vs, t, sel + off, nb, &b, &err) != HW_OK)
+				hw_pg_raise_core_error(&err, "sampling the validation rows");
+			int32 Kb = (int32) Max(1, b->cat_emb_count);
+			/* a categorical target outside its block (NULL truth): a placeholder id */
+			if (b->target_stype == HW_ST_CATEGORICAL)
+				for (int64 c = 0; c < (int64) b->B * b->S; c++)
+					if (b->is_target[c] && (b->categorical_embed_ids[c] < b->cat_emb_start ||
+											b->categorical_embed_ids[c] >= b->cat_emb_start + b->cat_emb_count))
+						b->categorical_embed_ids[c] = b->cat_emb_start;
+			HwPredictions *pr = hw_predictions_alloc(b->B, Kb);
+			if (pr == NULL)
+			{
+				hw_batch_free(b);
+				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in validation")));
+			}
+			int rc = hw_model_eval(model, b, &loss, pr, &err);
+			int stype = b->target_stype;
+			hw_batch_free(b);
+			if (rc != HW_OK)
+			{
+				hw_predictions_free(pr);
+				hw_pg_raise_core_error(&err, "validation");
+			}
+			K = Kb;
+			loss_sum += (double) loss * nb;
+			for (int i = 0; i < nb; i++)
+			{
+				label[off + i] = 0;
+				if (stype == HW_ST_TIMESTAMP)
+					pred[off + i] = pr->ts[i * HW_TS_DIM + HW_TS_DIM - 1] * snap->ts_std_us + snap->ts_mean_us;
+				else if (stype == HW_ST_NUMERICAL)
+					pred[off + i] = pr->value[i] * (task->target_std > 0 ? task->target_std : 1) + task->target_mean;
+				else
+					pred[off + i] = pr->value[i];
+				if (stype == HW_ST_CATEGORICAL)
+					for (int c = 1; c < Kb; c++)
+						if (pr->cat_probs[(size_t) i * Kb + c] > pr->cat_probs[(size_t) i * Kb + label[off + i]])
+							label[off + i] = c;
+			}
+			hw_predictions_free(pr);
+			CHECK_FOR_INTERRUPTS();
+		}
+
+		/* the rows with a non-NULL truth */
+		int64   m = 0;
+		double *yd = palloc(sizeof(double) * k), *pd = palloc(sizeof(double) * k);
+		int32  *yc = palloc(sizeof(int32) * k), *pc = palloc(sizeof(int32) * k);
+		uint8  *yb = palloc(k);
+		HwTaskValMetric *o = &out[nout++];
+
+		for (uint32 j = 0; j < k; j++)
+		{
+			uint32 i = sel[j];
+			if (task->target_null[i])
+				continue;
+			yd[m] = task->target[i];
+			yb[m] = task->target[i] != 0;
+			yc[m] = task->kind == HW_TASK_QUERY ? (int32) task->target[i] : (int32) task->target[i] - task->cat_base;
+			pd[m] = pred[j];
+			pc[m] = Min(label[j], K - 1);
+			m++;
+		}
+		o->task_id = task->task_id;
+		o->loss = loss_sum / k;
+		o->n_rows = (int32) m;
+		o->value = NAN;
+		switch (task->target_stype)
+		{
+			case HW_ST_BOOLEAN:
+			{
+				HwBinaryMetrics bm;
+				o->metric = "auroc";
+				if (m > 0 && hw_metrics_binary(yb, pd, m, &bm, &err) == HW_OK)
+					o->value = bm.auroc;
+				break;
+			}
+			case HW_ST_CATEGORICAL:
+			{
+				HwCategoricalMetrics cm;
+				o->metric = "accuracy";
+				if (m > 0 && hw_metrics_categorical(yc, pc, m, K, &cm, &err) == HW_OK)
+					o->value = cm.accuracy;
+				break;
+			}
+			case HW_ST_TIMESTAMP:
+			{
+				HwRegressionMetrics rm;
+				o->metric = "mae_days";
+				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
+					o->value = rm.mae / 86400e6;
+				break;
+			}
+			default:
+			{
+				HwRegressionMetrics rm;
+				o->metric = "mae";
+				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
+					o->value = rm.mae;
+				break;
+			}
+		}
+		pfree(sel); pfree(pred); pfree(label); pfree(yd); pfree(pd); pfree(yc); pfree(pc); pfree(yb);
+	}
+	return nout;
+}
+
+/* Per-task validation rows of headwater.train_log. */
+static void
+log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTaskValMetric *vm, int nvm)
+{
+	for (int i = 0; i < nvm; i++)
+	{
+		const char *name = "?";
+		for (int t = 0; t < ntasks; t++)
+			if (tasks[t]->task_id == vm[i].task_id)
+				name = tasks[t]->name;
+		Oid     argtypes[8] = {INT8OID, INT4OID, INT4OID, TEXTOID, FLOAT8OID, TEXTOID, FLOAT8OID, INT4OID};
+		Datum   values[8] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
+							 CStringGetTextDatum(name), Float8GetDatum(vm[i].loss),
+							 CStringGetTextDatum(vm[i].metric), Float8GetDatum(vm[i].value),
+							 Int32GetDatum(vm[i].n_rows)};
+		char    nulls[8] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
+							isfinite(vm[i].value) ? ' ' : 'n', ' '};
+
+		hw_job_exec_committed(
+			"INSERT INTO headwater.train_log (job_id, model_id, step, split, task, loss, metrics) "
+			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8))",
+			8, argtypes, values, nulls);
+	}
+}
+
+/* The validation's per-task metrics as a status line (relayed as a NOTICE). */
+static void
+report_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTaskValMetric *vm, int nvm)
+{
+	StringInfoData msg;
+
+	if (nvm == 0)
+		return;
+	initStringInfo(&msg);
+	appendStringInfo(&msg, "validation at step %d:", step);
+	for (int i = 0; i < nvm; i++)
+	{
+		const char *name = "?";
+		for (int t = 0; t < ntasks; t++)
+			if (tasks[t]->task_id == vm[i].task_id)
+				name = tasks[t]->name;
+		appendStringInfo(&msg, "%s %s %s %.4g (loss %.4g, %d rows)", i ? "," : "", name, vm[i].metric,
+						 vm[i].value, vm[i].loss, vm[i].n_rows);
+	}
+	SpinLockAcquire(&job->mutex);
+	strlcpy(job->message, msg.data, sizeof(job->message));
+	job->progress_seq++;
+	SpinLockRelease(&job->mutex);
+	pfree(msg.data);
+}
+
 static void
 log_row(HwJobShared *job, int step, const char *split, double loss, double lr, double gnorm, double tps)
 {
@@ -209,6 +408,61 @@ release_resources(TrainResources *r)
 	free(r->tasks);
 	snapshot_free(r->snap);
 	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * ", \"serving\": {task: {checkpoint_id, step, metric, value}}" for each
+ * trained task: the checkpoint prediction uses for it (hw_checkpoint_find_task)
+ * and its val metric there (metric and value null for a checkpoint without
+ * one).  Worker, outside a transaction.
+ */
+static void
+append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights)
+{
+	HwAsOwner   as_owner;
+	bool        first = true;
+
+	hw_worker_start_transaction();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	hw_become_owner(&as_owner);
+	appendStringInfoString(result, ", \"serving\": {");
+	for (int t = 0; t < ntasks; t++)
+	{
+		HwCheckpointInfo info = {0};
+
+		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, &info))
+			continue;
+		Oid     argtypes[2] = {INT8OID, INT4OID};
+		Datum   values[2] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id)};
+		char   *metric = NULL, *value = NULL;
+
+		if (SPI_execute_with_args("SELECT metric, value FROM headwater.checkpoint_metric "
+								  "WHERE checkpoint_id = $1 AND task_id = $2",
+								  2, argtypes, values, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		{
+			metric = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		}
+		if (!first)
+			appendStringInfoString(result, ", ");
+		first = false;
+		escape_json(result, tasks[t]->name);
+		appendStringInfo(result, ": {\"checkpoint_id\": %lld, \"step\": %d, \"metric\": ",
+						 (long long) info.checkpoint_id, info.step);
+		if (metric)
+			escape_json(result, metric);
+		else
+			appendStringInfoString(result, "null");
+		appendStringInfo(result, ", \"value\": %s}",
+						 value && strcmp(value, "NaN") != 0 && strcmp(value, "Infinity") != 0 &&
+						 strcmp(value, "-Infinity") != 0 ? value : "null");
+	}
+	appendStringInfoChar(result, '}');
+	hw_restore_user(&as_owner);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
 }
 
 static const char *
@@ -337,6 +591,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	double      tps = 0, last_loss = NAN, last_val = NAN;
 	const char *final_state = "succeeded";
 	bool        terminated = false;
+	HwTaskValMetric *task_val = palloc0(sizeof(HwTaskValMetric) * Max(1, ntasks));
+	int         ntask_val = 0;
 
 	while (step < job->steps_target)
 	{
@@ -381,6 +637,10 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			job->val_loss = last_val;
 			SpinLockRelease(&job->mutex);
 			log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
+			ntask_val = validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
+									   st.s.val_rows, task_val);
+			log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
+			report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 		}
 		if (step % st.s.checkpoint_every == 0 || step == job->steps_target)
 		{
@@ -388,7 +648,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			if (best)
 				best_val = last_val;
 			last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position,
-										   do_val ? last_val : NAN, best, &st.s.scfg, st.s.preset);
+										   do_val ? last_val : NAN, best, &st.s.scfg, st.s.preset,
+										   task_val, do_val ? ntask_val : 0);
 		}
 	}
 	hw_prefetch_stop(pf);
@@ -397,7 +658,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	/* Asked to stop (not terminated): checkpoint what we have. */
 	if (strcmp(final_state, "cancelled") == 0 && !terminated && step > 0)
 		last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position, NAN, false,
-									   &st.s.scfg, st.s.preset);
+									   &st.s.scfg, st.s.preset, NULL, 0);
 
 	double wall = now_seconds() - t0;
 	appendStringInfo(result,
@@ -412,6 +673,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	escape_json(result, hw_pg_backend_name(be));
 	appendStringInfoString(result, ", \"preset\": ");
 	escape_json(result, st.s.preset);
+	if (!terminated)
+		append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
 	appendStringInfoChar(result, '}');
 
 	return final_state;     /* the caller releases res */

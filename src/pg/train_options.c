@@ -52,6 +52,7 @@ static const OptSpec opt_specs[] = {
 	{"checkpoint_every", OPT_INT, 1, I32MAX, false, "steps between checkpoints"},
 	{"val_every", OPT_INT, 1, I32MAX, false, "steps between validations"},
 	{"val_batches", OPT_INT, 1, 1000, false, "batches per validation"},
+	{"val_rows", OPT_INT, 0, 100000, false, "val rows per task for its own metric at each validation (0: none)"},
 	{"log_every", OPT_INT, 1, I32MAX, false, "steps between rows of headwater.train_log"},
 	{"lr", OPT_NUM, 0, 1, true, "the peak learning rate"},
 	{"warmup_steps", OPT_INT, 0, I32MAX, false, "steps of learning-rate warmup"},
@@ -272,6 +273,7 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 	st->log_every = 10;
 	st->val_every = Max(10, Min(200, steps / 10));
 	st->val_batches = 4;
+	st->val_rows = 512;
 	st->checkpoint_every = Max(10, Min(500, steps / 5));
 	st->progress_seconds = 2;
 	hw_sampler_config_default(&st->scfg);
@@ -322,6 +324,8 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->val_every = (int32) x;
 			else if (strcmp(key, "val_batches") == 0)
 				st->val_batches = (int32) x;
+			else if (strcmp(key, "val_rows") == 0)
+				st->val_rows = (int32) x;
 			else if (strcmp(key, "log_every") == 0)
 				st->log_every = (int32) x;
 			else if (strcmp(key, "progress_seconds") == 0)
