@@ -69,14 +69,20 @@ WHERE t.name IN ('gift42', 'votes42') GROUP BY 1 ORDER BY 1;
 SELECT task, count(*) AS val_rows, bool_and(metrics ? (CASE task WHEN 'gift42' THEN 'auroc' ELSE 'mae' END)) AS has_metric
 FROM headwater.train_log WHERE split = 'val' AND task IN ('gift42', 'votes42') GROUP BY 1 ORDER BY 1;
 
+-- and on the job, for rt_status
+SELECT j.val_metrics ?& ARRAY['val_loss', 'gift42', 'votes42'] AS job_val_metrics,
+       j.val_metrics -> 'gift42' ? 'auroc' AS gift_auroc, j.val_metrics -> 'votes42' ? 'mae' AS votes_mae
+FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm42';
+
 -- 3. the serving checkpoint of each task is the argmax (auroc) / argmin (mae)
---    of its metric in the run (ties: the later step), as rt_train reports it
+--    of its metric in the run (ties: lower loss, then later step), as
+--    rt_train reports it
 CREATE TEMP VIEW best42 AS
 SELECT DISTINCT ON (t.name) t.name AS task, cm.checkpoint_id, cm.metric, cm.value
 FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
 JOIN headwater.checkpoint c USING (checkpoint_id)
 WHERE t.name IN ('gift42', 'votes42') AND cm.value IS NOT NULL
-ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, c.step DESC;
+ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, cm.loss, c.step DESC;
 SELECT b.task, b.metric,
        (r42.r -> 'serving' -> b.task ->> 'checkpoint_id')::bigint = b.checkpoint_id AS reported_is_best,
        (r42.r -> 'serving' -> b.task ->> 'metric') = b.metric AS reported_metric,

@@ -181,8 +181,9 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 			  "WHERE model_id = $1 AND checkpoint_id = $2";
 	else if (checkpoint_id == -1)
 		/* serving: the newest run with a checkpoint; in it, the best of the
-		 * task's own val metric (higher auroc/accuracy, lower mae), then the
-		 * best by mixed val loss, then the latest.  Ties: the later step. */
+		 * task's own val metric (higher auroc/accuracy, lower mae; ties: the
+		 * task's lower val loss), then the best by mixed val loss, then the
+		 * latest. */
 		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
 			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
@@ -190,7 +191,7 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) "
 			  "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value "
 			  "              ELSE -cm.value END DESC NULLS LAST, "
-			  "  c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1";
+			  "  cm.loss ASC NULLS LAST, c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1";
 	else
 		/* resume point: the latest of the run of the newest job that started
 		 * training (a restart with no checkpoint yet leaves nothing to resume) */

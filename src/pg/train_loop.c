@@ -302,7 +302,7 @@ validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **t
 	return nout;
 }
 
-/* Per-task validation rows of headwater.train_log. */
+/* Per-task validation rows of headwater.train_log, and the job's val_metrics. */
 static void
 log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTaskValMetric *vm, int nvm)
 {
@@ -320,9 +320,12 @@ log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTas
 		char    nulls[8] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
 							isfinite(vm[i].value) ? ' ' : 'n', ' '};
 
+		/* and on the job (rt_status): {"val_loss": .., "<task>": {"<metric>": .., "loss": ..}} */
 		hw_job_exec_committed(
-			"INSERT INTO headwater.train_log (job_id, model_id, step, split, task, loss, metrics) "
-			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8))",
+			"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, task, loss, metrics) "
+			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8))) "
+			"UPDATE headwater.job SET val_metrics = coalesce(val_metrics, '{}'::jsonb) || "
+			"  jsonb_build_object($4, jsonb_build_object($6, $7, 'loss', $5)) WHERE job_id = $1",
 			8, argtypes, values, nulls);
 	}
 }
