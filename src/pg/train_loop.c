@@ -9,8 +9,12 @@
  * so resume equals straight-through), then steps:
  *   train batch k (prefetched on a producer thread) -> train step ->
  *   progress (shared memory, every step) -> log row (every log_every) ->
- *   validation (every val_every) -> checkpoint (every checkpoint_every,
- *   at the end, and when asked to stop).
+ *   validation (every val_every: the mixed loss on val_batches batches,
+ *   which sets is_best, and each trained task's own metric on a fixed
+ *   sample of its val rows, validate_tasks) -> checkpoint (every
+ *   checkpoint_every, at the end, and when asked to stop; a validated one
+ *   stores the per-task metrics in headwater.checkpoint_metric, from which
+ *   serving picks each task's checkpoint, hw_checkpoint.h).
  * Only this thread calls PostgreSQL; the sampler's and the backend's
  * threads touch plain memory only.
  */
