@@ -35,11 +35,16 @@ CREATE TABLE headwater.task (
 	cat_emb         bytea,                         -- [n categories, d_text] f16 "<target> is <value>"
 	vcol_emb        bytea,                         -- query task: [2, d_text] f16 of its virtual columns
 	owner           regrole NOT NULL,
-	created_at      timestamptz NOT NULL DEFAULT now()
+	created_at      timestamptz NOT NULL DEFAULT now(),
+	-- how the seeds were split: 'hash' (split_seed, split_ratios), 'column'
+	-- (the query's split column) or 'time' (options val_from / test_from);
+	-- column and time splits are stored with the seeds (task_seed.data)
+	split_method    text NOT NULL DEFAULT 'hash' CHECK (split_method IN ('hash', 'column', 'time'))
 );
 CREATE INDEX task_model_idx ON headwater.task (model_id, task_id);
 
--- Seeds of query tasks, packed (hw_task_seeds_serialize: 29 bytes a seed).
+-- Seeds of query tasks, packed (hw_task_seeds_serialize: 29 bytes a seed, 30
+-- with a caller-given split).
 -- Cell tasks store none: their seeds are the anchor table's rows, rebuilt
 -- from the current snapshot when loaded.
 CREATE TABLE headwater.task_seed (
@@ -98,7 +103,7 @@ CREATE FUNCTION rt_tasks(model text)
 RETURNS TABLE (task text, kind text, anchor_table text, target text, target_stype text,
                observation_time text, n_seeds bigint, n_train bigint, n_val bigint, n_test bigint,
                null_targets bigint, target_mean float8, target_std float8, n_categories int,
-               label_history bool, options jsonb)
+               label_history bool, options jsonb, split_method text)
 AS 'MODULE_PATHNAME', 'rt_tasks' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION rt_tasks(text) IS 'the tasks of a model, in training order';
 

@@ -771,10 +771,13 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 	return true;
 }
 
-/* Pushes label-history rows of the anchor (seeds strictly before obs). */
+/* Pushes label-history rows of the anchor (seeds strictly before obs).
+ * max_split >= 0 (caller-given splits): seeds of a later split (train <
+ * val < test) are left out, so a train sequence never shows a val or test
+ * label even when one anchor's seeds are in several splits. */
 static bool
 push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
-			 int64_t obs, unsigned hops, uint64_t *rng)
+			 int64_t obs, unsigned hops, int max_split, uint64_t *rng)
 {
 	if (!t->label_history || t->hist_order == NULL || obs == HW_NO_CUTOFF || t->nseeds == 0)
 		return true;
@@ -793,14 +796,17 @@ push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
 	}
 	int lim = t->history_max < s->cfg.bfs_child_width ? t->history_max : s->cfg.bfs_child_width;
 
-	for (int k = 0; k < lim && lo > 0; k++)
+	for (int k = 0; k < lim && lo > 0;)
 	{
 		uint32_t i = t->hist_order[--lo];
 
 		if (t->anchor_row[i] != anchor)
 			break;
+		if (max_split >= 0 && t->split[i] > max_split)
+			continue;
 		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) k, rng), i, (uint16_t) hops, 0, 1))
 			return false;
+		k++;
 	}
 	return true;
 }
@@ -1185,7 +1191,9 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 			k0 = k;
 		}
 		if (vseed_local >= 0 && g == sp->anchor_row && e.hops == 1 &&
-			!push_history(s, w, t, g, obs, h, &rng))
+			!push_history(s, w, t, g, obs, h,
+						  t->split_method != HW_SPLIT_BY_HASH && sp->seed_idx >= 0 ? t->split[sp->seed_idx] : -1,
+						  &rng))
 			return false;
 	}
 

@@ -30,6 +30,22 @@ hw_split_from_name(const char *s)
 	return -1;
 }
 
+const char *
+hw_split_method_name(int method)
+{
+	switch (method)
+	{
+		case HW_SPLIT_BY_HASH:
+			return "hash";
+		case HW_SPLIT_BY_COLUMN:
+			return "column";
+		case HW_SPLIT_BY_TIME:
+			return "time";
+		default:
+			return NULL;
+	}
+}
+
 static char *
 dupstr(const char *s)
 {
@@ -170,6 +186,32 @@ hw_split_of(const HwTask *t, uint64_t anchor_key)
 int
 hw_task_assign_splits(HwTask *t, HwError *err)
 {
+	if (t->split_method == HW_SPLIT_BY_COLUMN || t->split_method == HW_SPLIT_BY_TIME)
+	{
+		if (t->split_method == HW_SPLIT_BY_TIME && t->split_val_from_us > t->split_test_from_us)
+			return hw_error_set(err, HW_ERR_INVALID, "time split of task %s: val_from is after test_from",
+								t->name);
+		for (int s = 0; s < HW_N_SPLITS; s++)
+			t->split_count[s] = 0;
+		for (uint32_t i = 0; i < t->nseeds; i++)
+		{
+			if (t->split_method == HW_SPLIT_BY_TIME)
+			{
+				int64_t o = t->obs_time_us[i];
+
+				if (o == HW_NO_CUTOFF)
+					return hw_error_set(err, HW_ERR_INVALID,
+										"time split of task %s: seed %u has no observation time", t->name, i);
+				t->split[i] = (uint8_t) (o < t->split_val_from_us ? HW_SPLIT_TRAIN :
+										 o < t->split_test_from_us ? HW_SPLIT_VAL : HW_SPLIT_TEST);
+			}
+			else if (t->split[i] >= HW_N_SPLITS)
+				return hw_error_set(err, HW_ERR_INVALID, "seed %u of task %s has split %u", i, t->name,
+									(unsigned) t->split[i]);
+			t->split_count[t->split[i]]++;
+		}
+		return HW_OK;
+	}
 	for (int s = 0; s < HW_N_SPLITS; s++)
 	{
 		if (!(t->split_ratio[s] >= 0.0) || t->split_ratio[s] > 1.0)
@@ -410,17 +452,19 @@ hw_task_build_history(HwTask *t, HwError *err)
 #define SEEDS_MAGIC "HWTS"
 #define SEEDS_VERSION 1u
 #define SEEDS_HEADER 16
+#define SEEDS_FLAG_SPLITS 1u    /* split u8[n] follows the arrays */
 
 int
 hw_task_seeds_serialize(const HwTask *t, uint8_t **out, size_t *len, HwError *err)
 {
 	size_t n = t->nseeds;
-	size_t total = SEEDS_HEADER + n * (8 + 4 + 8 + 8 + 1);
+	bool given = t->split_method != HW_SPLIT_BY_HASH;
+	size_t total = SEEDS_HEADER + n * (8 + 4 + 8 + 8 + 1) + (given ? n : 0);
 	uint8_t *b = malloc(total);
 
 	if (b == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory serializing %zu seeds", n);
-	uint32_t hdr[3] = {SEEDS_VERSION, (uint32_t) n, 0};
+	uint32_t hdr[3] = {SEEDS_VERSION, (uint32_t) n, given ? SEEDS_FLAG_SPLITS : 0u};
 
 	memcpy(b, SEEDS_MAGIC, 4);
 	memcpy(b + 4, hdr, 12);
@@ -431,6 +475,8 @@ hw_task_seeds_serialize(const HwTask *t, uint8_t **out, size_t *len, HwError *er
 	memcpy(p, t->obs_time_us, n * 8); p += n * 8;
 	memcpy(p, t->target, n * 8); p += n * 8;
 	memcpy(p, t->target_null, n); p += n;
+	if (given)
+		memcpy(p, t->split, n);
 	*out = b;
 	*len = total;
 	return HW_OK;
@@ -448,8 +494,11 @@ hw_task_seeds_deserialize(HwTask *t, const uint8_t *buf, size_t len, HwError *er
 		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s have format version %u, this build reads %u",
 							t->name, hdr[0], SEEDS_VERSION);
 	size_t n = hdr[1];
+	bool given = (hdr[2] & SEEDS_FLAG_SPLITS) != 0;
 
-	if (len != SEEDS_HEADER + n * 29)
+	if ((hdr[2] & ~SEEDS_FLAG_SPLITS) != 0)
+		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s have unknown flags %u", t->name, hdr[2]);
+	if (len != SEEDS_HEADER + n * (given ? 30 : 29))
 		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s: %zu bytes for %zu seeds", t->name, len, n);
 	int rc = hw_task_alloc_seeds(t, (uint32_t) n, err);
 
@@ -461,7 +510,16 @@ hw_task_seeds_deserialize(HwTask *t, const uint8_t *buf, size_t len, HwError *er
 	memcpy(t->anchor_row, p, n * 4); p += n * 4;
 	memcpy(t->obs_time_us, p, n * 8); p += n * 8;
 	memcpy(t->target, p, n * 8); p += n * 8;
-	memcpy(t->target_null, p, n);
+	memcpy(t->target_null, p, n); p += n;
+	if (given)
+	{
+		/* caller-given splits are stored: count them as they are */
+		memcpy(t->split, p, n);
+		t->split_method = HW_SPLIT_BY_COLUMN;
+	}
+	else if (t->split_method != HW_SPLIT_BY_HASH)
+		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s lack their %s split", t->name,
+							hw_split_method_name(t->split_method));
 	return hw_task_assign_splits(t, err);
 }
 

@@ -34,6 +34,9 @@
  *   rt_refresh; falls back to the anchor table-local row number when the table
  *   has no PK).  All seeds of one anchor share a split.  The split seed and
  *   ratios are task options, so a task's split never depends on who samples.
+ *   Caller-given splits (split_method): a query task's `split` column
+ *   (column), or obs time cutoffs (time): train if obs < val_from, val if
+ *   obs < test_from, else test.  Their split[] is stored with the seeds.
  * Shards (section 2c): within a split, seeds in seed-index order, seed number
  *   i of that list belongs to rank i % world_size.
  *
@@ -74,6 +77,16 @@ typedef enum HwSplit
 const char *hw_split_name(int split);         /* "train", "val", "test" */
 int         hw_split_from_name(const char *s); /* -1 if unknown */
 
+/* How a task's seeds were split (HwTask.split_method). */
+typedef enum HwSplitMethod
+{
+	HW_SPLIT_BY_HASH = 0,       /* the fixed split hash (default) */
+	HW_SPLIT_BY_COLUMN = 1,     /* the query's `split` column: split[] set by the caller */
+	HW_SPLIT_BY_TIME = 2        /* obs time against split_val_from_us / split_test_from_us */
+} HwSplitMethod;
+
+const char *hw_split_method_name(int method);  /* "hash", "column", "time" */
+
 typedef struct HwTask
 {
 	char     *name;
@@ -89,6 +102,9 @@ typedef struct HwTask
 	double    split_ratio[HW_N_SPLITS];  /* default 0.8, 0.1, 0.1 */
 	bool      label_history;    /* query tasks: default true; cell tasks: false */
 	int32_t   history_max;      /* most label-history rows per sequence (default 16) */
+	int8_t    split_method;     /* HwSplitMethod, default hash */
+	int64_t   split_val_from_us;   /* time split: obs < val_from -> train */
+	int64_t   split_test_from_us;  /* time split: val_from <= obs < test_from -> val, else test */
 
 	/* Target statistics (numerical: z-score; others: informational) */
 	double    target_mean, target_std;
@@ -142,7 +158,9 @@ int hw_task_build_cell(HwTask *task, const HwSnapshot *snap, int32_t anchor_tabl
 uint64_t hw_split_hash(uint64_t task_hash, uint64_t anchor_key, uint64_t split_seed);
 int      hw_split_of(const HwTask *task, uint64_t anchor_key);
 
-/* Fills task->split and split_count from anchor_key, split_seed and ratios. */
+/* Fills task->split and split_count.  hash: from anchor_key, split_seed and
+ * ratios; time: from obs_time_us and the two cutoffs (a seed without a cutoff
+ * is an error); column: split[] was filled by the caller, only counted. */
 int hw_task_assign_splits(HwTask *task, HwError *err);
 
 /* Numerical query tasks: target_mean/std over the train split's non-NULL
@@ -174,7 +192,9 @@ int hw_task_build_history(HwTask *task, HwError *err);
  * Byte form of a task's seeds (what src/pg stores in headwater.task_seed):
  *   "HWTS" u32 version(1) u32 nseeds u32 reserved,
  *   then arrays: anchor_key u64[n], anchor_row u32[n], obs_time_us i64[n],
- *   target f64[n], target_null u8[n]; little-endian.
+ *   target f64[n], target_null u8[n]; little-endian.  The reserved u32 is
+ *   a flag word: bit 0 = split u8[n] follows (caller-given splits; hash
+ *   splits store none and are recomputed, so their bytes are unchanged).
  * The task's metadata (kind, stats, categories, embeddings) is stored by
  * src/pg in ordinary columns.
  */

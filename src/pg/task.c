@@ -22,7 +22,12 @@
  *   byte order, at most options.max_categories, default 1000).
  * Options (jsonb): split_seed (default 0), split_ratios [train, val, test]
  *   (default [0.8, 0.1, 0.1]), label_history (default true for query tasks;
- *   cell tasks have none), history_max (16), max_categories (1000).
+ *   cell tasks have none), history_max (16), max_categories (1000), split
+ *   ("hash", the default, or "time" with val_from and test_from: query tasks
+ *   with an observation time).
+ * Caller-given splits: a query result column named `split` ('train', 'val'
+ *   or 'test') decides each seed's split; it is neither a feature nor the
+ *   target.  headwater.task.split_method records hash, column or time.
  */
 #include "postgres.h"
 
@@ -185,7 +190,36 @@ typedef struct TaskOpts
 	int    label_history;       /* -1: default for the kind */
 	int    history_max;
 	int    max_categories;
+	int    split_method;        /* HW_SPLIT_BY_HASH or HW_SPLIT_BY_TIME */
+	char  *val_from, *test_from;    /* time split: the cutoffs as given */
+	int64  val_from_us, test_from_us;
 } TaskOpts;
+
+/* A time-split cutoff as a timestamp (epoch µs); false if it does not parse. */
+static bool
+parse_cutoff(const char *s, int64 *us)
+{
+	MemoryContext mcx = CurrentMemoryContext;
+	volatile bool ok = true;
+	volatile Timestamp ts = 0;
+
+	PG_TRY();
+	{
+		ts = DatumGetTimestamp(DirectFunctionCall3(timestamp_in, CStringGetDatum(s),
+												   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(mcx);
+		FlushErrorState();
+		ok = false;
+	}
+	PG_END_TRY();
+	if (!ok || TIMESTAMP_NOT_FINITE(ts))
+		return false;
+	*us = ts + EPOCH_2000_US;
+	return true;
+}
 
 static void
 parse_options(Jsonb *opts, const char *task, TaskOpts *o)
@@ -203,6 +237,9 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 	o->label_history = -1;
 	o->history_max = 16;
 	o->max_categories = 1000;
+	o->split_method = HW_SPLIT_BY_HASH;
+	o->val_from = o->test_from = NULL;
+	o->val_from_us = o->test_from_us = 0;
 	if (opts == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(opts))
@@ -225,10 +262,12 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 		{
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 			if (strcmp(key, "split_seed") && strcmp(key, "split_ratios") && strcmp(key, "label_history") &&
-				strcmp(key, "history_max") && strcmp(key, "max_categories"))
+				strcmp(key, "history_max") && strcmp(key, "max_categories") && strcmp(key, "split") &&
+				strcmp(key, "val_from") && strcmp(key, "test_from"))
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("unknown option \"%s\" for task \"%s\"", key, task),
-								errhint("Known options: split_seed, split_ratios, label_history, history_max, max_categories.")));
+								errhint("Known options: split_seed, split_ratios, label_history, history_max, max_categories, "
+										"split, val_from, test_from.")));
 			if (strcmp(key, "split_ratios") == 0)
 				nratio = 0;
 			continue;
@@ -243,6 +282,37 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 				o->ratio[nratio++] = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v.val.numeric)));
 			else
 				ok = false;
+		}
+		else if (strcmp(key, "split") == 0)
+		{
+			char *m = v.type == jbvString ? pnstrdup(v.val.string.val, v.val.string.len) : NULL;
+
+			if (m == NULL || (strcmp(m, "hash") != 0 && strcmp(m, "time") != 0))
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("bad value for option \"split\" of task \"%s\"", task),
+								errhint("split: \"hash\" (the default) or \"time\" with val_from and test_from; "
+										"to give each seed's split, return a column named split from the query.")));
+			o->split_method = strcmp(m, "time") == 0 ? HW_SPLIT_BY_TIME : HW_SPLIT_BY_HASH;
+		}
+		else if (strcmp(key, "val_from") == 0 || strcmp(key, "test_from") == 0)
+		{
+			char *c = v.type == jbvString ? pnstrdup(v.val.string.val, v.val.string.len) : NULL;
+			int64 us = 0;
+
+			if (c == NULL || !parse_cutoff(c, &us))
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("option \"%s\" of task \"%s\" is not a timestamp", key, task),
+								errhint("Give the cutoff as a date or timestamp string, e.g. \"%s\": \"2022-06-01\".", key)));
+			if (key[0] == 'v')
+			{
+				o->val_from = c;
+				o->val_from_us = us;
+			}
+			else
+			{
+				o->test_from = c;
+				o->test_from_us = us;
+			}
 		}
 		else if (strcmp(key, "label_history") == 0)
 		{
@@ -278,6 +348,25 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 	if (fabs(sum - 1.0) > 1e-6 || o->ratio[0] < 0 || o->ratio[1] < 0 || o->ratio[2] < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("split ratios of task \"%s\" must be non-negative and sum to 1 (got %g)", task, sum)));
+	if (o->split_method == HW_SPLIT_BY_TIME)
+	{
+		if (o->val_from == NULL || o->test_from == NULL)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("the time split of task \"%s\" needs %s", task,
+								   o->val_from == NULL && o->test_from == NULL ? "val_from and test_from" :
+								   o->val_from == NULL ? "val_from" : "test_from"),
+							errhint("For example: {\"split\": \"time\", \"val_from\": \"2022-06-01\", \"test_from\": \"2022-09-01\"}.")));
+		if (o->val_from_us > o->test_from_us)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("the time split of task \"%s\" has val_from %s after test_from %s", task,
+								   o->val_from, o->test_from),
+							errhint("Seeds before val_from are train, from val_from to test_from val, the rest test; "
+									"val_from must not be after test_from.")));
+	}
+	else if (o->val_from != NULL || o->test_from != NULL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("options val_from and test_from of task \"%s\" apply to the time split only", task),
+						errhint("Add \"split\": \"time\".")));
 }
 
 static void
@@ -288,6 +377,9 @@ apply_options(HwTask *t, const TaskOpts *o)
 		t->split_ratio[i] = o->ratio[i];
 	t->label_history = t->kind == HW_TASK_QUERY && o->label_history != 0;
 	t->history_max = o->history_max;
+	t->split_method = (int8_t) o->split_method;
+	t->split_val_from_us = o->val_from_us;
+	t->split_test_from_us = o->test_from_us;
 }
 
 static bool
@@ -429,9 +521,9 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 
 	for (int i = 0; i < npk; i++)
 		pk[i] = TextDatumGetCString(pkv[i]);
-	int *role = palloc0(sizeof(int) * natts);   /* 1 key, 2 obs, 3 target */
+	int *role = palloc0(sizeof(int) * natts);   /* 1 key, 2 obs, 3 target, 4 split */
 	int *keyatt = palloc(sizeof(int) * npk);
-	int obsatt = -1, tgtatt = -1;
+	int obsatt = -1, tgtatt = -1, splitatt = -1;
 	StringInfoData cols;
 
 	initStringInfo(&cols);
@@ -466,6 +558,23 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 						errdetail("It returns: %s.", cols.data)));
 	if (obsatt >= 0)
 		role[obsatt] = 2;
+	/* caller-given splits: a column named split (never a feature or the target) */
+	for (int a = 0; a < natts; a++)
+		if (!role[a] && strcmp(NameStr(TupleDescAttr(td, a)->attname), "split") == 0)
+			splitatt = a;
+	if (splitatt >= 0)
+	{
+		role[splitatt] = 4;
+		if (opts->split_method == HW_SPLIT_BY_TIME)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("the query of task \"%s\" returns a split column and options ask for a time split", t->name),
+							errhint("Use one: drop the split column from the query, or the \"split\": \"time\" option.")));
+	}
+	if (opts->split_method == HW_SPLIT_BY_TIME && obsatt < 0 && snap->tables[at].time_col < 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("task \"%s\" has no observation time, so it cannot be split by time", t->name),
+						errhint("Return an observation_time column from the query (or name it with "
+								"observation_time_column => '...'), or use the default hash split.")));
 	if (target_col)
 	{
 		for (int a = 0; a < natts; a++)
@@ -574,6 +683,8 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 			appendStringInfo(&sql, ", (q.%s)::text", tq);
 			break;
 	}
+	if (splitatt >= 0)
+		appendStringInfo(&sql, ", (q.%s)::text", quote_identifier(NameStr(TupleDescAttr(td, splitatt)->attname)));
 	appendStringInfo(&sql, " FROM (%s\n) AS q", q);
 
 	Portal portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, CURSOR_OPT_NO_SCROLL);
@@ -583,7 +694,9 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 	int64 *obs = palloc(sizeof(int64) * cap);
 	double *tv = palloc(sizeof(double) * cap);
 	uint8 *tn = palloc(sizeof(uint8) * cap);
-	int64 n_null_keys = 0, n_missing = 0;
+	uint8 *sp = splitatt >= 0 ? palloc(sizeof(uint8) * cap) : NULL;
+	int64 n_null_keys = 0, n_missing = 0, n_bad_split = 0, n_no_obs = 0;
+	char *bad_split = NULL;
 	StringInfoData examples;
 	uint32 ncat = 0;
 	StringInfoData kb;
@@ -647,6 +760,8 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 				obs = repalloc_huge(obs, sizeof(int64) * cap);
 				tv = repalloc_huge(tv, sizeof(double) * cap);
 				tn = repalloc_huge(tn, sizeof(uint8) * cap);
+				if (sp)
+					sp = repalloc_huge(sp, sizeof(uint8) * cap);
 			}
 			rows[n] = (uint32) g;
 			keys[n] = h;
@@ -665,6 +780,21 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 			}
 			else
 				obs[n] = snap->row_time_us[g] == HW_NO_TIME ? HW_NO_CUTOFF : snap->row_time_us[g];
+			n_no_obs += obs[n] == HW_NO_CUTOFF;
+			if (sp)
+			{
+				char *sv = SPI_getvalue(tup, rtd, npk + 3);
+				int si = sv ? hw_split_from_name(sv) : -1;
+
+				/* exactly 'train', 'val' or 'test' ('validation' is not a split value here) */
+				if (si < 0 || strcmp(sv, hw_split_name(si)) != 0)
+				{
+					if (n_bad_split++ == 0)
+						bad_split = sv ? quote_literal_cstr(sv) : pstrdup("NULL");
+					si = 0;
+				}
+				sp[n] = (uint8) si;
+			}
 			Datum d = SPI_getbinval(tup, rtd, npk + 2, &isnull);
 
 			tn[n] = isnull;
@@ -762,6 +892,17 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 						errdetail("For example: %s.", examples.data),
 						errhint("Run rt_refresh(%s) if the rows were added after the model was built, "
 								"or filter them out of the query.", quote_literal_cstr(mi->name))));
+	if (n_bad_split > 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("the split column of task \"%s\" has %lld rows with a value other than 'train', 'val' or 'test' (first: %s)",
+							   t->name, (long long) n_bad_split, bad_split),
+						errhint("Return exactly 'train', 'val' or 'test' (text, not NULL) in the split column, "
+								"e.g. CASE WHEN ... THEN 'train' ... END AS split.")));
+	if (opts->split_method == HW_SPLIT_BY_TIME && n_no_obs > 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%lld seeds of task \"%s\" have no observation time, so they cannot be split by time",
+							   (long long) n_no_obs, t->name),
+						errhint("Filter them out of the query, or give them an observation time.")));
 	if (n == 0)
 		ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
 						errmsg("the query of task \"%s\" returned no rows", t->name),
@@ -803,6 +944,11 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 		t->target[i] = (remap && !tn[i]) ? (double) remap[(uint32) tv[i]] : tv[i];
 	}
 	apply_options(t, opts);
+	if (sp)
+	{
+		t->split_method = HW_SPLIT_BY_COLUMN;
+		memcpy(t->split, sp, n);
+	}
 	if (hw_task_assign_splits(t, &err) != HW_OK)
 		raise_core(&err, "could not assign splits");
 	hw_task_compute_stats(t);
@@ -962,6 +1108,10 @@ rt_create_task(PG_FUNCTION_ARGS)
 								errhint("Change its type first: rt_set_column_type(%s, %s, %s, %s).",
 										quote_literal_cstr(model), quote_literal_cstr(anchor), quote_literal_cstr(target), quote_literal_cstr(stype))));
 		}
+		if (opts.split_method != HW_SPLIT_BY_HASH)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("the time split applies to query tasks only (task \"%s\" predicts a column)", tname),
+							errhint("Write the task as a query returning the key, an observation time and the target.")));
 		apply_options(t, &opts);
 		if (hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
 			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -993,10 +1143,10 @@ rt_create_task(PG_FUNCTION_ARGS)
 				cv[i] = CStringGetTextDatum(t->cat_values[i]);
 			catarr = PointerGetDatum(construct_array(cv, (int) t->ncat_own, TEXTOID, -1, false, TYPALIGN_INT));
 		}
-		Oid types[22] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID,
+		Oid types[23] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID,
 						 INT8OID, FLOAT8ARRAYOID, BOOLOID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, INT8OID,
-						 INT8OID, INT8OID, INT8OID, TEXTARRAYOID, OIDOID};
-		Datum vals[22] = {
+						 INT8OID, INT8OID, INT8OID, TEXTARRAYOID, OIDOID, TEXTOID};
+		Datum vals[23] = {
 			Int32GetDatum(model_id), CStringGetTextDatum(tname),
 			CStringGetTextDatum(t->kind == HW_TASK_QUERY ? "query" : "cell"),
 			CStringGetTextDatum(anchor), CStringGetTextDatum(t->target_name),
@@ -1007,12 +1157,12 @@ rt_create_task(PG_FUNCTION_ARGS)
 			Int32GetDatum(t->history_max), Float8GetDatum(t->target_mean), Float8GetDatum(t->target_std),
 			Int64GetDatum(t->nseeds), Int64GetDatum(t->split_count[0]), Int64GetDatum(t->split_count[1]),
 			Int64GetDatum(t->split_count[2]), Int64GetDatum(t->target_nulls), catarr,
-			ObjectIdGetDatum(GetUserId())
+			ObjectIdGetDatum(GetUserId()), CStringGetTextDatum(hw_split_method_name(t->split_method))
 		};
-		char nulls[23];
+		char nulls[24];
 
-		memset(nulls, ' ', 22);
-		nulls[22] = 0;
+		memset(nulls, ' ', 23);
+		nulls[23] = 0;
 
 		if (!query)
 			nulls[7] = 'n';
@@ -1022,10 +1172,10 @@ rt_create_task(PG_FUNCTION_ARGS)
 		if (SPI_execute_with_args("INSERT INTO headwater.task (model_id, name, kind, anchor_table, target_column, "
 								  "target_stype, obs_time_source, query, options, split_seed, split_ratios, "
 								  "label_history, history_max, target_mean, target_std, n_seeds, n_train, n_val, "
-								  "n_test, n_null_targets, categories, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-								  "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22::regrole) "
-								  "RETURNING task_id",
-								  22, types, vals, nulls, false, 1) != SPI_OK_INSERT_RETURNING)
+								  "n_test, n_null_targets, categories, owner, split_method) VALUES ($1, $2, $3, $4, "
+								  "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
+								  "$22::regrole, $23) RETURNING task_id",
+								  23, types, vals, nulls, false, 1) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not store task %s", tname);
 		int32 task_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -1072,6 +1222,9 @@ rt_create_task(PG_FUNCTION_ARGS)
 					 "\"null_targets\": %lld",
 					 t->nseeds, t->split_count[0], t->split_count[1], t->split_count[2],
 					 (long long) t->target_nulls);
+	/* how the split was made: only when not the default hash (older summaries unchanged) */
+	if (t->split_method != HW_SPLIT_BY_HASH)
+		json_kv_str(&js, "split_method", hw_split_method_name(t->split_method), true);
 	if (t->target_stype == HW_ST_NUMERICAL)
 	{
 		appendStringInfoString(&js, ", \"target_mean\": ");
@@ -1150,7 +1303,7 @@ rt_tasks(PG_FUNCTION_ARGS)
 	hw_become_owner(&as);
 	if (SPI_execute_with_args("SELECT name, kind, anchor_table, target_column, target_stype, obs_time_source, "
 							  "n_seeds, n_train, n_val, n_test, n_null_targets, target_mean, target_std, "
-							  "coalesce(array_length(categories, 1), 0), label_history, options "
+							  "coalesce(array_length(categories, 1), 0), label_history, options, split_method "
 							  "FROM headwater.task WHERE model_id = $1 ORDER BY task_id",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
 							  NULL, true, 0) != SPI_OK_SELECT)
@@ -1158,10 +1311,10 @@ rt_tasks(PG_FUNCTION_ARGS)
 	hw_restore_user(&as);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
-		Datum values[16];
-		bool nulls[16];
+		Datum values[17];
+		bool nulls[17];
 
-		for (int c = 0; c < 16; c++)
+		for (int c = 0; c < 17; c++)
 			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -419,6 +419,67 @@ shop_setup(void)
 	hw_task_build_cell(shop_task, shop, 3, synth_col_index(shop, 3, "status"), &err);
 }
 
+/* Caller-given splits: one anchor's seeds in two splits; a train seed's
+ * label history leaves out the earlier test seed, a test seed sees the
+ * earlier train seed. */
+UNIT_TEST(sampler_history_respects_caller_splits)
+{
+	HwSnapshot *s = tiny();
+	HwError err = {0};
+
+	CHECK(s != NULL);
+	for (int order = 0; order < 2; order++)
+	{
+		HwTask *t = hw_task_new("q", HW_TASK_QUERY, &err);
+
+		t->anchor_table = 0;
+		t->target_stype = HW_ST_NUMERICAL;
+		CHECK(hw_task_alloc_seeds(t, 3, &err) == HW_OK);
+		t->anchor_row[0] = 1; t->obs_time_us[0] = T0_US + 3 * DAY_US; t->target[0] = 1.0;
+		t->anchor_row[1] = 1; t->obs_time_us[1] = T0_US + 4 * DAY_US; t->target[1] = 2.0;
+		t->anchor_row[2] = 0; t->obs_time_us[2] = HW_NO_CUTOFF; t->target_null[2] = 1;
+		for (int i = 0; i < 3; i++)
+			t->anchor_key[i] = s->tables[0].key_hash[t->anchor_row[i]];
+		t->split_method = HW_SPLIT_BY_COLUMN;
+		/* order 0: seed 0 test, seed 1 train; order 1: seed 0 train, seed 1 test */
+		t->split[0] = order == 0 ? HW_SPLIT_TEST : HW_SPLIT_TRAIN;
+		t->split[1] = order == 0 ? HW_SPLIT_TRAIN : HW_SPLIT_TEST;
+		t->split[2] = HW_SPLIT_TRAIN;
+		CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+		t->target_mean = 1.5;
+		t->target_std = 0.5;
+		HwSamplerConfig cfg;
+
+		hw_sampler_config_default(&cfg);
+		cfg.batch_size = 2;
+		cfg.seq_len = 10;
+		cfg.n_threads = 1;
+		HwSampler *sm = hw_sampler_create(s, &t, 1, &cfg, &err);
+
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		uint32_t seeds[2] = {1, 2};
+		HwBatch *b = NULL;
+
+		CHECK(hw_sampler_seed_batch(sm, 0, seeds, 2, &b, &err) == HW_OK);
+		/* positions 5-6: the history row of seed 0 (as in the test above) or padding */
+		if (order == 0)
+		{
+			CHECK_EQ_INT(b->is_padding[5], 1);
+			CHECK_EQ_INT(b->is_padding[6], 1);
+		}
+		else
+		{
+			CHECK_EQ_INT(b->is_padding[5], 0);
+			CHECK_EQ_INT(b->column_ids[5], 8);
+			CHECK_CLOSE(b->numeric_values[6], -1.0, 1e-7, 0);
+		}
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+		hw_task_free(t);
+	}
+	synth_free(s);
+}
+
 UNIT_TEST(sampler_properties_over_many_seeds)
 {
 	shop_setup();

@@ -170,6 +170,60 @@ UNIT_TEST(task_seed_bytes_roundtrip)
 	hw_task_free(t);
 }
 
+UNIT_TEST(task_caller_given_splits)
+{
+	HwError err = {0};
+	HwTask *t = random_query_task("g", 300, 5);
+	uint8_t *buf;
+	size_t len;
+
+	/* hash: the byte form is the 29-byte one (no split array) */
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(hw_task_seeds_serialize(t, &buf, &len, &err) == HW_OK);
+	CHECK(len == 16 + 300 * 29);
+	free(buf);
+
+	/* time: obs = i * 1000; train < 100000 <= val < 250000 <= test */
+	t->split_method = HW_SPLIT_BY_TIME;
+	t->split_val_from_us = 100000;
+	t->split_test_from_us = 250000;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK_EQ_INT(t->split_count[0], 100);
+	CHECK_EQ_INT(t->split_count[1], 150);
+	CHECK_EQ_INT(t->split_count[2], 50);
+	CHECK(t->split[99] == HW_SPLIT_TRAIN && t->split[100] == HW_SPLIT_VAL && t->split[250] == HW_SPLIT_TEST);
+	/* stored with the seeds, read back as they are */
+	CHECK(hw_task_seeds_serialize(t, &buf, &len, &err) == HW_OK);
+	CHECK(len == 16 + 300 * 30);
+	HwTask *u = hw_task_new("g", HW_TASK_QUERY, &err);
+
+	CHECK(hw_task_seeds_deserialize(u, buf, len, &err) == HW_OK);
+	CHECK(memcmp(u->split, t->split, 300) == 0);
+	CHECK(memcmp(u->split_count, t->split_count, sizeof(t->split_count)) == 0);
+	CHECK(hw_task_seeds_deserialize(u, buf, len - 300, &err) == HW_ERR_CORRUPT);
+	free(buf);
+	hw_task_free(u);
+	/* a seed without an observation time cannot be split by time */
+	t->obs_time_us[3] = HW_NO_CUTOFF;
+	CHECK(hw_task_assign_splits(t, &err) == HW_ERR_INVALID);
+	t->split_val_from_us = 300000;
+	t->obs_time_us[3] = 3000;
+	CHECK(hw_task_assign_splits(t, &err) == HW_ERR_INVALID);   /* val_from > test_from */
+
+	/* column: split[] given, only counted; out of range is an error */
+	t->split_method = HW_SPLIT_BY_COLUMN;
+	for (uint32_t i = 0; i < 300; i++)
+		t->split[i] = (uint8_t) (i % 3 == 0 ? HW_SPLIT_TEST : HW_SPLIT_TRAIN);
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK_EQ_INT(t->split_count[0], 200);
+	CHECK_EQ_INT(t->split_count[1], 0);
+	CHECK_EQ_INT(t->split_count[2], 100);
+	t->split[5] = 7;
+	CHECK(hw_task_assign_splits(t, &err) == HW_ERR_INVALID);
+	CHECK(strcmp(hw_split_method_name(HW_SPLIT_BY_COLUMN), "column") == 0);
+	hw_task_free(t);
+}
+
 UNIT_TEST(task_cell_seeds_and_resolve)
 {
 	HwError err = {0};
