@@ -79,6 +79,9 @@
  *   model untouched.  gscale = min(1, clip / (gnorm + 1e-6)).
  *   lr(t) for step t = 1,2,...: t <= warmup: lr * t / warmup; after:
  *   lr * (0.1 + 0.9 * 0.5 * (1 + cos(pi * min(1, (t-warmup)/(total-warmup))))).
+ *   A resumed run with a new total continues from s0 = sched_start: for
+ *   t >= s0, f + (lr0 - f) * 0.5 * (1 + cos(pi * min(1, (t-s0)/(total-s0))))
+ *   with f = 0.1 lr and lr0 = sched_start_lr (the lr of step s0 before).
  *   AdamW: backend.h adamw_update with (b1 0.9, b2 0.95, eps 1e-8, wd).
  *   Muon: u = nesterov momentum (mu 0.95) of grad*gscale; X = u/(|u|_F+1e-7),
  *   transposed when rows > cols; 5 times: A = X X^T; X = 3.4445 X +
@@ -115,6 +118,12 @@ typedef struct HwModelConfig
 	float    muon_momentum;    /* 0.95 */
 	float    clip_norm;        /* 1.0 */
 	uint64_t seed;             /* init RNG */
+	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
+	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
+	 * from sched_start_lr (at t = sched_start) to the 10% floor at
+	 * total_steps, instead of the warm-up + cosine curve above. */
+	int32_t  sched_start;
+	float    sched_start_lr;
 } HwModelConfig;
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
@@ -196,6 +205,12 @@ int hw_model_forward_backward(HwModel *m, const HwBatch *batch, float *loss, HwE
 int hw_model_optimizer_step(HwModel *m, float *grad_norm, float *lr, HwError *err);
 /* Learning rate of step t (1-based) under the config's schedule. */
 float hw_lr_at(const HwModelConfig *cfg, int64_t t);
+/* A new total for a run at step `step` (resume with a different steps):
+ * sets total_steps and, after warm-up, makes the schedule continue from the
+ * learning rate it had at `step` (sched_start, sched_start_lr), decaying to
+ * the 10% floor at the new total, so the lr does not jump.  The same total,
+ * or a step inside warm-up, leaves the schedule as a straight run's. */
+void hw_lr_schedule_extend(HwModelConfig *cfg, int64_t step, int32_t new_total);
 
 /* Parameters and gradients by index / name (copies through the backend). */
 int                 hw_model_n_params(const HwModel *m);
@@ -217,7 +232,7 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 1
+#define HW_MODEL_STATE_VERSION 2     /* 2: + sched_start, sched_start_lr; 1 still loads */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

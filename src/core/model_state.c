@@ -9,7 +9,9 @@
  *   u64 FNV-1a 64 of every preceding byte
  * Config fields, in order: i32 d_model n_heads n_layers seq_len batch_size
  * d_text d_ff full_attention, f32 lr, i32 warmup_steps total_steps, f32
- * weight_decay adam_b1 adam_b2 adam_eps muon_momentum clip_norm, u64 seed.
+ * weight_decay adam_b1 adam_b2 adam_eps muon_momentum clip_norm, u64 seed,
+ * and from version 2: i32 sched_start, f32 sched_start_lr (version 1 blobs
+ * load with both 0: a straight run's schedule).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -18,7 +20,8 @@
 #include <string.h>
 
 #define MAGIC "HWMS"
-#define CONFIG_BYTES (8 * 4 + 4 + 2 * 4 + 6 * 4 + 8)
+#define CONFIG_BYTES_V1 (8 * 4 + 4 + 2 * 4 + 6 * 4 + 8)
+#define CONFIG_BYTES (CONFIG_BYTES_V1 + 4 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -70,6 +73,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->lr); PUT(w, c->warmup_steps); PUT(w, c->total_steps);
 	PUT(w, c->weight_decay); PUT(w, c->adam_b1); PUT(w, c->adam_b2); PUT(w, c->adam_eps);
 	PUT(w, c->muon_momentum); PUT(w, c->clip_norm); PUT(w, c->seed);
+	PUT(w, c->sched_start); PUT(w, c->sched_start_lr);
 }
 
 int
@@ -167,7 +171,7 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (ver != HW_MODEL_STATE_VERSION || cb != CONFIG_BYTES)
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 1 && cb == CONFIG_BYTES_V1)))
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state format version %u is not supported (this build reads %d)",
 							ver, HW_MODEL_STATE_VERSION);
 	memset(c, 0, sizeof(*c));
@@ -176,6 +180,11 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, c->lr); GET(r, c->warmup_steps); GET(r, c->total_steps);
 	GET(r, c->weight_decay); GET(r, c->adam_b1); GET(r, c->adam_b2); GET(r, c->adam_eps);
 	GET(r, c->muon_momentum); GET(r, c->clip_norm); GET(r, c->seed);
+	if (ver >= 2)
+	{
+		GET(r, c->sched_start);
+		GET(r, c->sched_start_lr);
+	}
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

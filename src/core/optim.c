@@ -18,6 +18,17 @@ hw_lr_at(const HwModelConfig *cfg, int64_t t)
 {
 	double peak = cfg->lr, prog;
 
+	if (cfg->sched_start > cfg->warmup_steps && t >= cfg->sched_start)
+	{
+		double floor_lr = peak * 0.1, lr0 = cfg->sched_start_lr;
+
+		if (t == cfg->sched_start || cfg->total_steps <= cfg->sched_start)
+			return t == cfg->sched_start ? cfg->sched_start_lr : (float) floor_lr;
+		prog = (double) (t - cfg->sched_start) / (double) (cfg->total_steps - cfg->sched_start);
+		if (prog > 1.0)
+			prog = 1.0;
+		return (float) (floor_lr + (lr0 - floor_lr) * 0.5 * (1.0 + cos(M_PI * prog)));
+	}
 	if (cfg->warmup_steps > 0 && t <= cfg->warmup_steps)
 		return (float) (peak * (double) t / cfg->warmup_steps);
 	if (cfg->total_steps <= cfg->warmup_steps)
@@ -26,6 +37,22 @@ hw_lr_at(const HwModelConfig *cfg, int64_t t)
 	if (prog > 1.0)
 		prog = 1.0;
 	return (float) (peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(M_PI * prog))));
+}
+
+void
+hw_lr_schedule_extend(HwModelConfig *cfg, int64_t step, int32_t new_total)
+{
+	if (new_total == cfg->total_steps)
+		return;                     /* a plain resume: the same schedule */
+	if (step > cfg->warmup_steps)
+	{
+		/* the lr step `step` had, under the schedule so far */
+		float lr0 = hw_lr_at(cfg, step);
+
+		cfg->sched_start = (int32_t) step;
+		cfg->sched_start_lr = lr0;
+	}
+	cfg->total_steps = new_total;
 }
 
 int64_t

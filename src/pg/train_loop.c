@@ -531,8 +531,10 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		model = res->model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
 		if (model == NULL)
 			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
-		/* the schedule follows the new total */
-		((HwModelConfig *) hw_model_config(model))->total_steps = job->steps_target;
+		/* the schedule follows the new total, continuing from the lr it
+		 * had at the resume step (no jump; optim.c) */
+		hw_lr_schedule_extend((HwModelConfig *) hw_model_config(model), hw_model_step(model),
+							  job->steps_target);
 	}
 	else
 	{

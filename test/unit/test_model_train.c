@@ -196,6 +196,64 @@ UNIT_TEST(model_resume_equals_straight_run)
 	CHECK_MSG(same, "resumed run differs from the straight run");
 }
 
+static uint64_t
+fnv64(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The schedule continuation travels in the state (version 2); a version 1
+ * state (no continuation fields) still loads, with a straight schedule. */
+UNIT_TEST(model_state_schedule_fields_and_v1)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *c1, *k1;
+	HwModel   *a = make_model(be, &c1, &k1, 100, &err), *r;
+	uint8_t   *blob, *v1;
+	size_t     len;
+	uint32_t   ver, cb;
+	HwModelConfig rc;
+
+	CHECK(a);
+	CHECK_EQ_INT(run_steps(a, HW_ST_BOOLEAN, 0, 3, NULL, &err), HW_OK);
+	((HwModelConfig *) hw_model_config(a))->sched_start = 30;
+	((HwModelConfig *) hw_model_config(a))->sched_start_lr = 1.25e-3f;
+	CHECK_EQ_INT(hw_model_state_serialize(a, &blob, &len, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+	CHECK_EQ_INT(rc.sched_start, 30);
+	CHECK(rc.sched_start_lr == 1.25e-3f);
+	/* the same state as version 1: drop the 8 bytes after the v1 config */
+	memcpy(&cb, blob + 8, 4);
+	v1 = malloc(len - 8);
+	memcpy(v1, blob, 12 + cb - 8);
+	memcpy(v1 + 12 + cb - 8, blob + 12 + cb, len - 12 - cb);
+	ver = 1;
+	cb -= 8;
+	memcpy(v1 + 4, &ver, 4);
+	memcpy(v1 + 8, &cb, 4);
+	{
+		uint64_t h = fnv64(v1, len - 16);
+		memcpy(v1 + len - 16, &h, 8);
+	}
+	r = hw_model_state_deserialize(v1, len - 8, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+	CHECK_MSG(r != NULL, "version 1 state: %s", err.msg);
+	CHECK_EQ_INT(hw_model_step(r), 3);
+	CHECK_EQ_INT(hw_model_config(r)->sched_start, 0);
+	CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
+	hw_model_free(r);
+	hw_model_free(a);
+	hw_backend_destroy(be);
+	free(blob); free(v1); free(c1); free(k1);
+}
+
 /* A NaN parameter: the step fails with HW_ERR_NUMERIC and changes nothing. */
 UNIT_TEST(model_nan_stops_without_update)
 {

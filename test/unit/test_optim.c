@@ -26,6 +26,57 @@ UNIT_TEST(optim_schedule_warmup_cosine_floor)
 	CHECK_CLOSE(hw_lr_at(&c, 5000), 0.1, 1e-6, 0);
 }
 
+/* Resume with a larger total: the lr at the resume step is the lr it had
+ * before (no jump), then decays to the 10% floor at the new total; a plain
+ * resume (same total) and a resume inside warm-up keep a straight run's
+ * schedule bit for bit. */
+UNIT_TEST(optim_schedule_extend_continuous)
+{
+	HwModelConfig c, e, same;
+	HwError       err = {0};
+	float         before, prev;
+
+	hw_model_config_preset(&c, "tiny", &err);
+	c.lr = 1.0f;
+	c.warmup_steps = 10;
+	c.total_steps = 110;
+	before = hw_lr_at(&c, 60);
+	e = c;
+	hw_lr_schedule_extend(&e, 60, 310);
+	CHECK_EQ_INT(e.total_steps, 310);
+	CHECK_EQ_INT(e.sched_start, 60);
+	CHECK_CLOSE(hw_lr_at(&e, 60), before, 0, 1e-6);
+	CHECK_CLOSE(hw_lr_at(&e, 61), before, 0, 1e-3);
+	CHECK(hw_lr_at(&e, 61) <= before);
+	CHECK_CLOSE(hw_lr_at(&e, 310), 0.1, 1e-6, 0);
+	CHECK_CLOSE(hw_lr_at(&e, 400), 0.1, 1e-6, 0);
+	CHECK_CLOSE(hw_lr_at(&e, 185), 0.1 + (before - 0.1) * 0.5, 1e-6, 0);  /* half way */
+	prev = before;
+	for (int t = 61; t <= 310; t++)
+	{
+		float lr = hw_lr_at(&e, t);
+		CHECK_MSG(lr <= prev && lr >= 0.1f - 1e-7f, "lr not decaying at step %d: %g after %g", t, lr, prev);
+		prev = lr;
+	}
+	/* a second extension continues from the first one's curve */
+	before = hw_lr_at(&e, 200);
+	hw_lr_schedule_extend(&e, 200, 1000);
+	CHECK_CLOSE(hw_lr_at(&e, 200), before, 0, 1e-6);
+	CHECK_CLOSE(hw_lr_at(&e, 1000), 0.1, 1e-6, 0);
+	/* the same total: nothing changes */
+	same = c;
+	hw_lr_schedule_extend(&same, 60, 110);
+	CHECK(memcmp(&same, &c, sizeof(c)) == 0);
+	/* inside warm-up: the straight schedule of the new total */
+	same = c;
+	hw_lr_schedule_extend(&same, 5, 310);
+	e = c;
+	e.total_steps = 310;
+	CHECK(memcmp(&same, &e, sizeof(c)) == 0);
+	for (int t = 1; t <= 400; t++)
+		CHECK(hw_lr_at(&same, t) == hw_lr_at(&e, t));
+}
+
 /* naive double Newton-Schulz, same coefficients and orientation rule */
 static void
 ns_ref(double *X, int r, int c)
