@@ -8,7 +8,8 @@
  * hw_checkpoint.h: parameters, moments, step, RNG and the sampler position,
  * so resume equals straight-through), then steps:
  *   train batch k (prefetched on a producer thread) -> train step ->
- *   progress (shared memory, every step) -> log row (every log_every) ->
+ *   progress (shared memory, every step; the ETA from an EMA of step time
+ *   plus the validation/checkpoint time per step, eta.h) -> log row (every log_every) ->
  *   validation (every val_every: the mixed loss on val_batches batches,
  *   which sets is_best, and each trained task's own metric on a fixed
  *   sample of its val rows, validate_tasks) -> checkpoint (every
@@ -40,6 +41,7 @@
 #include "hw_device.h"
 #include "metrics.h"
 #include "backend.h"
+#include "eta.h"
 #include "model.h"
 #include "prefetch.h"
 #include "sampler.h"
@@ -602,6 +604,10 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	bool        terminated = false;
 	HwTaskValMetric *task_val = palloc0(sizeof(HwTaskValMetric) * Max(1, ntasks));
 	int         ntask_val = 0;
+	HwEta       eta_est;            /* ETA: EMA of step time + validation/checkpoint share (eta.h) */
+
+	hw_eta_init(&eta_est);
+	double      t_mark = now_seconds();     /* end of the last step's time */
 
 	while (step < job->steps_target)
 	{
@@ -632,13 +638,16 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			t_window = now;
 			window_steps = 0;
 		}
-		double eta = tps > 0 ? (job->steps_target - step) * tokens_per_step / tps : 0;
+		hw_eta_add_step(&eta_est, now - t_mark);
+		t_mark = now;
+		double eta = hw_eta_seconds(&eta_est, step, job->steps_target - step);
 		hw_job_report_progress(job, (int32) step, res.loss, res.lr, res.grad_norm, tps, eta);
 
 		if (step % st.s.log_every == 0 || step == job->steps_target)
 			log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
 
 		bool do_val = step % st.s.val_every == 0 || step == job->steps_target;
+		bool overhead = do_val;         /* a validation or checkpoint this step */
 		if (do_val)
 		{
 			last_val = validate(model, val_sampler, st.s.val_batches);
@@ -659,6 +668,14 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position,
 										   do_val ? last_val : NAN, best, &st.s.scfg, st.s.preset,
 										   task_val, do_val ? ntask_val : 0);
+			overhead = true;
+		}
+		/* validation / checkpoint time, spread over the steps in the ETA;
+		 * other iterations' logging counts in the next step's time */
+		if (overhead)
+		{
+			t_mark = now_seconds();
+			hw_eta_add_overhead(&eta_est, step, t_mark - now);
 		}
 	}
 	hw_prefetch_stop(pf);
