@@ -124,6 +124,10 @@ typedef struct HwModelConfig
 	 * total_steps, instead of the warm-up + cosine curve above. */
 	int32_t  sched_start;
 	float    sched_start_lr;
+	/* Runtime only, not in the model state: after warm-up the schedule is
+	 * read at max(t, sched_min_t) (a time budget moves it on, train_loop.c);
+	 * 0: by step alone. */
+	double   sched_min_t;
 } HwModelConfig;
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),

@@ -13,8 +13,9 @@
 #define NS_B (-4.7750f)
 #define NS_C 2.0315f
 
-float
-hw_lr_at(const HwModelConfig *cfg, int64_t t)
+/* The schedule after warm-up at a (possibly fractional) step t. */
+static double
+lr_after_warmup(const HwModelConfig *cfg, double t)
 {
 	double peak = cfg->lr, prog;
 
@@ -22,21 +23,31 @@ hw_lr_at(const HwModelConfig *cfg, int64_t t)
 	{
 		double floor_lr = peak * 0.1, lr0 = cfg->sched_start_lr;
 
-		if (t == cfg->sched_start || cfg->total_steps <= cfg->sched_start)
-			return t == cfg->sched_start ? cfg->sched_start_lr : (float) floor_lr;
-		prog = (double) (t - cfg->sched_start) / (double) (cfg->total_steps - cfg->sched_start);
+		if (t == cfg->sched_start)
+			return cfg->sched_start_lr;
+		if (cfg->total_steps <= cfg->sched_start)
+			return floor_lr;
+		prog = (t - cfg->sched_start) / (double) (cfg->total_steps - cfg->sched_start);
 		if (prog > 1.0)
 			prog = 1.0;
-		return (float) (floor_lr + (lr0 - floor_lr) * 0.5 * (1.0 + cos(M_PI * prog)));
+		return floor_lr + (lr0 - floor_lr) * 0.5 * (1.0 + cos(M_PI * prog));
 	}
-	if (cfg->warmup_steps > 0 && t <= cfg->warmup_steps)
-		return (float) (peak * (double) t / cfg->warmup_steps);
 	if (cfg->total_steps <= cfg->warmup_steps)
-		return (float) (peak * 0.1);
-	prog = (double) (t - cfg->warmup_steps) / (double) (cfg->total_steps - cfg->warmup_steps);
+		return peak * 0.1;
+	prog = (t - cfg->warmup_steps) / (double) (cfg->total_steps - cfg->warmup_steps);
 	if (prog > 1.0)
 		prog = 1.0;
-	return (float) (peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(M_PI * prog))));
+	return peak * (0.1 + 0.9 * 0.5 * (1.0 + cos(M_PI * prog)));
+}
+
+float
+hw_lr_at(const HwModelConfig *cfg, int64_t t)
+{
+	if (cfg->warmup_steps > 0 && t <= cfg->warmup_steps)
+		return (float) ((double) cfg->lr * (double) t / cfg->warmup_steps);
+	if (cfg->sched_min_t > (double) t)
+		return (float) lr_after_warmup(cfg, cfg->sched_min_t);
+	return (float) lr_after_warmup(cfg, (double) t);
 }
 
 void

@@ -87,6 +87,7 @@ typedef struct HwTrainSettings
 	int32       checkpoint_every;
 	int32       threads;            /* as asked; 0 = every CPU (the worker clamps) */
 	double      progress_seconds;
+	double      max_minutes;        /* time budget of the call; 0: none */
 	HwModelConfig   mcfg;           /* preset + overrides, validated */
 	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
 } HwTrainSettings;

@@ -608,6 +608,13 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 
 	hw_eta_init(&eta_est);
 	double      t_mark = now_seconds();     /* end of the last step's time */
+	/* max_minutes: a time budget for this call's steps; the schedule is read
+	 * at least at the budget's elapsed fraction of the steps left (optim.c
+	 * sched_min_t), and training stops, checkpointed, when it is used up */
+	double      budget_s = st.s.max_minutes * 60.0;
+	int64       budget_from = step;
+	bool        out_of_time = false;
+	HwModelConfig *mcw = (HwModelConfig *) mc;
 
 	while (step < job->steps_target)
 	{
@@ -620,6 +627,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			break;
 		}
 		CHECK_FOR_INTERRUPTS();
+		if (budget_s > 0)
+		{
+			double frac = Min(1.0, (now_seconds() - t0) / budget_s);
+
+			mcw->sched_min_t = budget_from + frac * (double) (job->steps_target - budget_from);
+		}
 		if (hw_prefetch_next(pf, &batch, NULL, NULL, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "sampling a training batch");
 		int rc = hw_model_train_step(model, batch, &res, &err);
@@ -632,7 +645,9 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		window_steps++;
 
 		double now = now_seconds();
-		if (now - t_window >= 1.0 || step == job->steps_target)
+		out_of_time = budget_s > 0 && now - t0 >= budget_s && step < job->steps_target;
+		bool last = step == job->steps_target || out_of_time;
+		if (now - t_window >= 1.0 || last)
 		{
 			tps = window_steps * tokens_per_step / (now - t_window);
 			t_window = now;
@@ -643,10 +658,10 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		double eta = hw_eta_seconds(&eta_est, step, job->steps_target - step);
 		hw_job_report_progress(job, (int32) step, res.loss, res.lr, res.grad_norm, tps, eta);
 
-		if (step % st.s.log_every == 0 || step == job->steps_target)
+		if (step % st.s.log_every == 0 || last)
 			log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
 
-		bool do_val = step % st.s.val_every == 0 || step == job->steps_target;
+		bool do_val = step % st.s.val_every == 0 || last;
 		bool overhead = do_val;         /* a validation or checkpoint this step */
 		if (do_val)
 		{
@@ -660,7 +675,19 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 			report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 		}
-		if (step % st.s.checkpoint_every == 0 || step == job->steps_target)
+		if (out_of_time)
+		{
+			/* the run ends here: its schedule ends at this lr, so a resume
+			 * continues from it without a jump (hw_lr_schedule_extend) */
+			mcw->sched_min_t = 0;
+			if (step > mcw->warmup_steps)
+			{
+				mcw->sched_start = (int32) step;
+				mcw->sched_start_lr = res.lr;
+			}
+			mcw->total_steps = (int32) step;
+		}
+		if (step % st.s.checkpoint_every == 0 || last)
 		{
 			bool best = do_val && !isnan(last_val) && last_val < best_val;
 			if (best)
@@ -677,6 +704,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			t_mark = now_seconds();
 			hw_eta_add_overhead(&eta_est, step, t_mark - now);
 		}
+		if (out_of_time)
+			break;
 	}
 	hw_prefetch_stop(pf);
 	res->pf = NULL;
@@ -691,11 +720,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 					 "{\"job_id\": %lld, \"state\": \"%s\", \"steps_done\": %lld, \"steps_target\": %d, "
 					 "\"resumed_from\": %d, "
 					 "\"train_loss\": %s, \"val_loss\": %s, \"tokens_per_s\": %.1f, \"wall_s\": %.2f, "
-					 "\"checkpoint_id\": %lld, \"device\": ",
+					 "\"checkpoint_id\": %lld, \"stopped_on\": \"%s\", \"device\": ",
 					 (long long) job->job_id, final_state, (long long) step, job->steps_target, job->start_step,
 					 !isfinite(last_loss) ? "null" : psprintf("%.6g", last_loss),
 					 !isfinite(last_val) ? "null" : psprintf("%.6g", last_val),
-					 tps, wall, (long long) last_ckpt);
+					 tps, wall, (long long) last_ckpt,
+					 out_of_time ? "max_minutes" : strcmp(final_state, "cancelled") == 0 ? "cancel" : "steps");
 	escape_json(result, hw_pg_backend_name(be));
 	appendStringInfoString(result, ", \"preset\": ");
 	escape_json(result, st.s.preset);

@@ -72,6 +72,8 @@ static const OptSpec opt_specs[] = {
 	{"recent_children", OPT_INT, 0, 64, false, "of child_width, how many are the most recent (default: half)"},
 	{"key_cells", OPT_BOOL, 0, 0, false, "emit cells for key columns"},
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
+	{"max_minutes", OPT_NUM, 0, 1000000, true,
+	 "a time budget: training stops with a checkpoint when it is used up, and the learning rate follows it"},
 	{NULL}
 };
 
@@ -330,6 +332,8 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->log_every = (int32) x;
 			else if (strcmp(key, "progress_seconds") == 0)
 				st->progress_seconds = x;
+			else if (strcmp(key, "max_minutes") == 0)
+				st->max_minutes = x;
 			else if (strcmp(key, "threads") == 0)
 				st->threads = (int32) x;
 			else if (strcmp(key, "max_rows") == 0)

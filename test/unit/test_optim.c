@@ -77,6 +77,26 @@ UNIT_TEST(optim_schedule_extend_continuous)
 		CHECK(hw_lr_at(&same, t) == hw_lr_at(&e, t));
 }
 
+/* A time budget moves the schedule on (sched_min_t), never back, and not
+ * during warm-up. */
+UNIT_TEST(optim_schedule_min_t)
+{
+	HwModelConfig c, b;
+	HwError       err = {0};
+
+	hw_model_config_preset(&c, "tiny", &err);
+	c.lr = 1.0f;
+	c.warmup_steps = 10;
+	c.total_steps = 110;
+	b = c;
+	b.sched_min_t = 60;
+	CHECK(hw_lr_at(&b, 5) == hw_lr_at(&c, 5));          /* warm-up: by step */
+	CHECK_CLOSE(hw_lr_at(&b, 20), 0.1 + 0.9 * 0.5, 1e-6, 0);   /* at the budget's point */
+	CHECK(hw_lr_at(&b, 80) == hw_lr_at(&c, 80));        /* the step is further on */
+	b.sched_min_t = 110;
+	CHECK_CLOSE(hw_lr_at(&b, 20), 0.1, 1e-6, 0);        /* budget used up: the floor */
+}
+
 /* naive double Newton-Schulz, same coefficients and orientation rule */
 static void
 ns_ref(double *X, int r, int c)
