@@ -118,13 +118,33 @@ read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 							 (long long) job->job_id, st->threads, st->s.threads, st->threads)));
 	st->s.scfg.n_threads = st->threads;
 
-	/* Selected tasks train with weight 1 (or options.task_weights), others 0. */
+	/* Selected tasks train, others get weight 0.  With options.task_weights
+	 * a task weighs what it says (absent: 1); without, several tasks weigh
+	 * sqrt(their train seeds) each (at least 1), so a big task is seen more
+	 * often without drowning a small one; a single task weighs 1. */
 	/* outlives the transaction (and SPI): the worker's top context */
+	bool        given = options != NULL &&
+		getKeyJsonValueFromContainer(options, "task_weights", strlen("task_weights"), NULL) != NULL;
+	int         ntrained = 0;
+
+	for (int t = 0; t < ntasks; t++)
+		ntrained += request_trains_task(req, tasks[t]->name) ? 1 : 0;
 	st->task_weights = MemoryContextAllocZero(TopMemoryContext, sizeof(double) * Max(1, ntasks));
 	for (int t = 0; t < ntasks; t++)
 	{
 		if (request_trains_task(req, tasks[t]->name))
-			st->task_weights[t] = hw_train_task_weight(options, tasks[t]->name, 1.0);
+		{
+			double dflt = 1.0;
+
+			if (!given && ntrained > 1)
+				dflt = sqrt((double) Max(1, tasks[t]->split_count[HW_SPLIT_TRAIN]));
+			st->task_weights[t] = hw_train_task_weight(options, tasks[t]->name, dflt);
+			if (ntrained > 1)
+				ereport(LOG, (errmsg("headwater: training job %lld: task \"%s\" weighs %g (%u train seeds%s)",
+									 (long long) job->job_id, tasks[t]->name, st->task_weights[t],
+									 tasks[t]->split_count[HW_SPLIT_TRAIN],
+									 given ? ", task_weights" : ", sqrt of them")));
+		}
 		total += st->task_weights[t];
 	}
 	if (!(total > 0))
