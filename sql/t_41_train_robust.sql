@@ -15,16 +15,7 @@ SELECT (rt_create_task('m41', 'status41', anchor_table => 'orders', target_colum
                        options => '{"split_ratios": [1, 0, 0]}') ->> 'seeds')::int > 0 AS task;
 RESET client_min_messages;
 
--- an error of a call as (sqlstate, message, hint); 'no error' if none
-CREATE FUNCTION pg_temp.err(call text, OUT code text, OUT message text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE call;
-	code := '-';
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-END $$;
+\i sql/include/err.sql
 
 -- 1. every option: wrong JSON type or out of range, refused by the call
 --    (threads 100000 used to crash the worker and restart the server)

@@ -21,15 +21,7 @@ SELECT (rt_create_task('m42b', 'gift42b', anchor_table => 'orders', target_colum
 SELECT rt_train('m42b', steps => 10, preset => 'tiny', options => '{"val_every": 10, "val_batches": 1, "val_rows": 16}') ->> 'state' AS state_b;
 RESET client_min_messages;
 
-CREATE FUNCTION pg_temp.err(call text, OUT code text, OUT message text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE call;
-	code := '-';
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-END $$;
+\i sql/include/err.sql
 
 -- the checkpoint of m42 a task's default prediction is served from: the one
 -- whose predictions on a few rows equal the default ones

@@ -14,15 +14,7 @@ SELECT rt_train('m43', steps => 1000000, preset => 'tiny',
                              "val_rows": 16, "log_every": 1, "warmup_steps": 0, "seed": 43}') AS r;
 RESET client_min_messages;
 
-CREATE FUNCTION pg_temp.err(call text, OUT code text, OUT message text, OUT hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE call;
-	code := '-';
-	message := 'no error';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT, hint = PG_EXCEPTION_HINT;
-END $$;
+\i sql/include/err.sql
 
 -- 1. stopped on the budget, long before its steps, checkpointed there
 SELECT r ->> 'state' AS state, r ->> 'stopped_on' AS stopped_on,
