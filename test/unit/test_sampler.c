@@ -66,6 +66,30 @@ u16_eq(const uint16_t *a, const int *b, int n)
 	return true;
 }
 
+/* Sequence 0 of b holds cells 0..n-1 with these column ids, rows and
+ * semantic types (the target at position `target`, nothing NULL), then
+ * padding up to S. */
+static bool
+cells_are(const HwBatch *b, int n, const int *cols, const int *rows, const int *st, int target, int S)
+{
+	for (int p = 0; p < n; p++)
+	{
+		CHECK_EQ_INT(b->column_ids[p], cols[p]);
+		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
+		CHECK_EQ_INT(b->semantic_types[p], st[p]);
+		CHECK_EQ_INT(b->is_padding[p], 0);
+		CHECK_EQ_INT(b->is_target[p], p == target);
+		CHECK_EQ_INT(b->is_null[p], 0);
+	}
+	for (int p = n; p < S; p++)
+	{
+		CHECK_EQ_INT(b->is_padding[p], 1);
+		CHECK_EQ_INT(b->column_ids[p], 0);
+		CHECK_EQ_INT(b->is_target[p], 0);
+	}
+	return true;
+}
+
 static void
 print_u16(const char *what, const uint16_t *a, int n)
 {
@@ -107,21 +131,7 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 	const int rows[7] = {0, 0, 1, 1, 1, 2, 2};
 	const int st[7] = {2, 1, 1, 4, 5, 2, 1};
 
-	for (int p = 0; p < 7; p++)
-	{
-		CHECK_EQ_INT(b->column_ids[p], cols[p]);
-		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
-		CHECK_EQ_INT(b->semantic_types[p], st[p]);
-		CHECK_EQ_INT(b->is_padding[p], 0);
-		CHECK_EQ_INT(b->is_target[p], p == 1);
-		CHECK_EQ_INT(b->is_null[p], 0);
-	}
-	for (int p = 7; p < 16; p++)
-	{
-		CHECK_EQ_INT(b->is_padding[p], 1);
-		CHECK_EQ_INT(b->column_ids[p], 0);
-		CHECK_EQ_INT(b->is_target[p], 0);
-	}
+	CHECK(cells_are(b, 7, cols, rows, st, 1, 16));
 	/* values: amount z-scores (mean 25, std sqrt(125)); age z of 30 (mean 40, std sqrt(200/3)) */
 	CHECK_CLOSE(b->numeric_values[1], (20.0 - 25.0) / sqrt(125.0), 1e-6, 0);
 	CHECK_CLOSE(b->numeric_values[6], (10.0 - 25.0) / sqrt(125.0), 1e-6, 0);
@@ -202,21 +212,7 @@ UNIT_TEST(sampler_exact_cell_task_sequence_key_cells)
 	const int rows[12] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2};
 	const int st[12] = {0, 0, 2, 1, 0, 1, 4, 5, 0, 0, 2, 1};
 
-	for (int p = 0; p < 12; p++)
-	{
-		CHECK_EQ_INT(b->column_ids[p], cols[p]);
-		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
-		CHECK_EQ_INT(b->semantic_types[p], st[p]);
-		CHECK_EQ_INT(b->is_padding[p], 0);
-		CHECK_EQ_INT(b->is_target[p], p == 3);
-		CHECK_EQ_INT(b->is_null[p], 0);
-	}
-	for (int p = 12; p < 16; p++)
-	{
-		CHECK_EQ_INT(b->is_padding[p], 1);
-		CHECK_EQ_INT(b->column_ids[p], 0);
-		CHECK_EQ_INT(b->is_target[p], 0);
-	}
+	CHECK(cells_are(b, 12, cols, rows, st, 3, 16));
 	/* values: amount z-scores (mean 25, std sqrt(125)); age z of 30 (mean 40, std sqrt(200/3)) */
 	CHECK_CLOSE(b->numeric_values[3], (20.0 - 25.0) / sqrt(125.0), 1e-6, 0);
 	CHECK_CLOSE(b->numeric_values[11], (10.0 - 25.0) / sqrt(125.0), 1e-6, 0);
@@ -304,16 +300,7 @@ UNIT_TEST(sampler_exact_query_task_with_history)
 	const int rows[7] = {0, 0, 1, 1, 1, 2, 2};
 	const int st[7] = {2, 1, 1, 4, 5, 2, 1};
 
-	for (int p = 0; p < 7; p++)
-	{
-		CHECK_EQ_INT(b->column_ids[p], cols[p]);
-		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
-		CHECK_EQ_INT(b->semantic_types[p], st[p]);
-		CHECK_EQ_INT(b->is_target[p], p == 1);
-		CHECK_EQ_INT(b->is_padding[p], 0);
-	}
-	for (int p = 7; p < 10; p++)
-		CHECK_EQ_INT(b->is_padding[p], 1);
+	CHECK(cells_are(b, 7, cols, rows, st, 1, 10));
 	CHECK_CLOSE(b->numeric_values[1], 1.0, 1e-7, 0);     /* (2 - 1.5) / 0.5 */
 	CHECK_CLOSE(b->numeric_values[6], -1.0, 1e-7, 0);    /* history label visible */
 	CHECK_EQ_INT(b->categorical_embed_ids[3], 0);
