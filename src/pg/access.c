@@ -120,16 +120,12 @@ hw_model_require(int32 model_id, HwModelRight right, const char *action)
 {
 	ModelRow m;
 
-	if (superuser())
+	if (hw_model_has_right(model_id, right))
 		return;
+	/* refused: the model's name and owner for the message */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	model_row(model_id, &m);
-	if (may_own(&m) || (right == HW_RIGHT_PREDICT && granted_predict(model_id)))
-	{
-		SPI_finish();
-		return;
-	}
 	SPI_finish();
 	if (right == HW_RIGHT_PREDICT)
 		ereport(ERROR,
