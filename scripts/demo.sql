@@ -26,13 +26,18 @@ SELECT rt_create_task('shop', 'rating', anchor_table => 'reviews', target_column
 SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status');
 
 \echo '== rt_train: small preset on the CPU, in a background worker (progress below)'
-SELECT jsonb_pretty(rt_train('shop', steps => :steps, preset => 'small',
-                             options => '{"progress_seconds": 15}'));
+SELECT rt_train('shop', steps => :steps, preset => 'small',
+                options => '{"progress_seconds": 15}') AS train_result \gset
+SELECT jsonb_pretty(:'train_result'::jsonb);
 
-\echo '== rt_evaluate on the test split, beside the trivial baselines'
-SELECT 'churn' AS task, * FROM rt_evaluate('churn')
-UNION ALL SELECT 'rating', * FROM rt_evaluate('rating')
-UNION ALL SELECT 'order_status', * FROM rt_evaluate('order_status');
+\echo '== rt_evaluate on the test split, beside the trivial baselines, with the checkpoint each task serves from'
+\echo '   (chosen per task on its own validation metric; rt_train reports it under "serving")'
+SELECT e.task, e.metric, round(e.model::numeric, 3) AS model, round(e.baseline::numeric, 3) AS baseline,
+       e.n_rows, (:'train_result'::jsonb -> 'serving' -> e.task ->> 'step')::int AS checkpoint_step,
+       (:'train_result'::jsonb -> 'serving' -> e.task ->> 'checkpoint_id')::bigint AS checkpoint_id
+FROM (SELECT 'churn' AS task, * FROM rt_evaluate('churn')
+      UNION ALL SELECT 'rating', * FROM rt_evaluate('rating')
+      UNION ALL SELECT 'order_status', * FROM rt_evaluate('order_status')) e;
 
 \echo '== a few predictions'
 SELECT customer_id, segment, round(rt_predict('churn', customer_id)::numeric, 3) AS p_churn
