@@ -182,7 +182,10 @@ int hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int 
  * Prediction: sequences for ad-hoc seeds (anchor global rows and obs times,
  * HW_NO_CUTOFF for none) of task `task`, with the target masked and its
  * value slot zero (truth unknown; is_null 0).  Label history uses the
- * task's seeds of the anchor strictly before obs_time.  Randomness keyed by
+ * task's seeds of the anchor observed strictly before obs_time whose label
+ * was known by then (the training rule), so a seed's training sequence and
+ * the prediction of its (anchor, obs time) hold the same history rows.
+ * Randomness keyed by
  * (cfg.seed, task name, anchor row, obs time).
  */
 int hw_sampler_build_for_seeds(HwSampler *s, int task, const uint32_t *anchor_rows,
