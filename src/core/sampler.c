@@ -2217,6 +2217,11 @@ hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_ro
 
 		if (m == 0)
 			continue;
+		if (ctx[b] == NULL)
+		{
+			rc = hw_error_set(err, HW_ERR_INVALID, "context labels of seed %d of task %s are missing", b, t->name);
+			goto done;
+		}
 		if (t->kind != HW_TASK_QUERY || !t->label_history)
 		{
 			rc = hw_error_set(err, HW_ERR_INVALID, "task %s has no label history, so it takes no context labels",

@@ -16,6 +16,8 @@
  * batch element (22004), a key of the wrong arity (22023, naming the key
  * columns), a value the key column's type rejects (its own SQLSTATE, e.g.
  * 22P02), obs_time outside 0001-01-01 .. 9999-12-31 or infinite (22008).
+ * rt_predict, _label and _proba take optional context labels (argument 4),
+ * which join the row's label history: predict_context.c.
  *
  * Output by target type:
  *   numerical    rt_predict -> the value (de-normalised)
