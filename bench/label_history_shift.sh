@@ -11,10 +11,12 @@
 # src/core/task.h: a seed at T shows the labels of its customer observed
 # before T and known by T, the newest history_max = 16; t_24_label_history
 # checks that the sampler and rt_predict apply exactly this rule) to
-#   train    every seed (customer, cutoff) as a training sequence sees it
-#            (hash splits: train/val/test seeds of one customer share a
-#            split, so each split has this same distribution)
-#   predict  rt_predict(task, customer, T*) for every customer at the next
+#   1        every seed (customer, cutoff) as its sequence sees it (hash
+#            splits: the seeds of one customer share a split, so train, val
+#            and test each have this same distribution)
+#   2, 3     a time split (val_from cutoff 3, test_from cutoff 4): the train
+#            seeds (cutoffs 1-2) and the test seeds (cutoff 4)
+#   4        rt_predict(task, customer, T*) for every customer at the next
 #            cutoff T* = cutoff 4 + 20 days (what a caller would forecast)
 # under two label times:
 #   before   label_time = obs_time (the default; the behaviour before)
@@ -48,9 +50,13 @@ FROM customer c,
      (SELECT k, min(rental_date) + k * interval '20 days' AS cutoff
       FROM rental, generate_series(1, 4) k GROUP BY k) t;
 CREATE TEMP TABLE seq AS                        -- the sequences to look at
-SELECT 'train' AS scenario, customer_id, obs FROM seed
+SELECT '1 seeds (hash split: any)' AS scenario, customer_id, obs FROM seed
 UNION ALL
-SELECT 'predict', customer_id, (SELECT max(obs) + interval '20 days' FROM seed) FROM customer;
+SELECT '2 time split: train (cutoffs 1-2)', customer_id, obs FROM seed WHERE k <= 2
+UNION ALL
+SELECT '3 time split: test (cutoff 4)', customer_id, obs FROM seed WHERE k = 4
+UNION ALL
+SELECT '4 predict at cutoff 4 + 20 days', customer_id, (SELECT max(obs) + interval '20 days' FROM seed) FROM customer;
 CREATE TEMP TABLE horizon (name text, h interval);
 INSERT INTO horizon VALUES ('before (label_time = obs_time)', '0'), ('after (label_horizon 30 days)', '30 days');
 -- history of each sequence under each label time: the newest 16 visible labels
@@ -70,6 +76,6 @@ SELECT h.name AS label_time, q.scenario, count(*) AS sequences,
        round(100.0 * (SELECT avg((x.label_obs + interval '30 days' > x.obs)::int) FROM hist x
                       WHERE x.name = h.name AND x.scenario = q.scenario), 1) AS pct_labels_window_open
 FROM horizon h, seq q
-GROUP BY h.name, q.scenario ORDER BY h.name DESC, q.scenario DESC;
+GROUP BY h.name, q.scenario ORDER BY h.name DESC, q.scenario;
 SQL
 echo "machine load: $(cut -d' ' -f1-3 /proc/loadavg)"
