@@ -126,3 +126,10 @@ RETURNS TABLE ("position" int, table_name text, column_name text, row_key text, 
 AS 'MODULE_PATHNAME', 'rt_batch_sequence' LANGUAGE C STABLE STRICT;
 COMMENT ON FUNCTION rt_batch_sequence(bigint, int) IS
 	'sequence b of a sampled batch as rows: what the model sees, cell by cell (values from the source tables)';
+
+CREATE FUNCTION rt_debug_predict_batch(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
+                                       context jsonb DEFAULT NULL, checkpoint bigint DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'rt_debug_predict_batch' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION rt_debug_predict_batch(text, anyelement, timestamptz, jsonb, bigint) IS
+	'store the batch rt_predict would build for a row (split ''predict'') and return its id, for rt_batch_tensor '
+	'and rt_batch_sequence; model owner only';

@@ -5,26 +5,29 @@
 -- obs_time: what the model may see (default now).
 -- checkpoint: which checkpoint of the task's model (default NULL: the task's
 -- best, by its own val metric in the current run).
+-- context (rt_predict, _label, _proba): labels the caller knows and the task
+-- does not, '[{"obs_time": "...", "label": ...}, ...]', each observed before
+-- obs_time; they join the row's label history (src/pg/predict_context.c).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION rt_predict(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
-                           checkpoint bigint DEFAULT NULL)
+                           checkpoint bigint DEFAULT NULL, context jsonb DEFAULT NULL)
 RETURNS float8
 AS 'MODULE_PATHNAME', 'rt_predict' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict(text, anyelement, timestamptz, bigint) IS
+COMMENT ON FUNCTION rt_predict(text, anyelement, timestamptz, bigint, jsonb) IS
 'numerical: the value; boolean: P(true); timestamp: epoch seconds; categorical: probability of the most likely label; NULL when the model predicts NULL';
 
 CREATE FUNCTION rt_predict_label(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
-                           checkpoint bigint DEFAULT NULL)
+                           checkpoint bigint DEFAULT NULL, context jsonb DEFAULT NULL)
 RETURNS text
 AS 'MODULE_PATHNAME', 'rt_predict_label' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict_label(text, anyelement, timestamptz, bigint) IS
+COMMENT ON FUNCTION rt_predict_label(text, anyelement, timestamptz, bigint, jsonb) IS
 'the prediction as text: categorical label, true/false, timestamp, or number';
 
 CREATE FUNCTION rt_predict_proba(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
-                           checkpoint bigint DEFAULT NULL)
+                           checkpoint bigint DEFAULT NULL, context jsonb DEFAULT NULL)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_predict_proba' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION rt_predict_proba(text, anyelement, timestamptz, bigint) IS
+COMMENT ON FUNCTION rt_predict_proba(text, anyelement, timestamptz, bigint, jsonb) IS
 'the full prediction: p_null, label, and the distribution over categories (categorical) or the value';
 
 CREATE FUNCTION rt_predict_batch(task text, row_ids anyarray, obs_time timestamptz DEFAULT NULL,

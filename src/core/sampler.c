@@ -130,7 +130,8 @@ typedef struct HeapEnt
 	uint32_t row;               /* global row, or seed index for a virtual row */
 	uint16_t hops;
 	uint16_t table;             /* table of a real row (saves a row_table miss) */
-	uint8_t  virt;              /* 1: history virtual row (row = task seed index) */
+	uint8_t  virt;              /* 1: history virtual row (row = task seed index);
+								 * 2: context label (row = index in SeqSpec.ctx) */
 } HeapEnt;
 
 typedef struct Scratch
@@ -173,6 +174,8 @@ struct SeqSpec
 	int64_t  seed_idx;          /* task seed index, -1 for a prediction */
 	bool     with_truth;
 	uint64_t rng;
+	const HwContextLabel *ctx;  /* prediction: context labels sorted by obs time */
+	uint32_t nctx;
 };
 
 typedef struct SeqSpec SeqSpec;
@@ -771,18 +774,20 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 	return true;
 }
 
-/* Pushes label-history rows of the anchor (seeds strictly before obs).
- * max_split >= 0 (caller-given splits): seeds of a later split (train <
- * val < test) are left out, so a train sequence never shows a val or test
- * label even when one anchor's seeds are in several splits. */
+/* Pushes label-history rows of the anchor: its seeds whose label is
+ * visible at obs (hw_task_label_visible: observed before obs, known by obs)
+ * merged with the caller's context labels (prediction), the most recent
+ * first.  max_split >= 0 (caller-given splits): seeds of a later split
+ * (train < val < test) are left out, so a train sequence never shows a val
+ * or test label even when one anchor's seeds are in several splits. */
 static bool
-push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
+push_history(const HwSampler *s, Scratch *w, const HwTask *t, const SeqSpec *sp, uint32_t anchor,
 			 int64_t obs, unsigned hops, int max_split, uint64_t *rng)
 {
-	if (!t->label_history || t->hist_order == NULL || obs == HW_NO_CUTOFF || t->nseeds == 0)
+	if (!t->label_history || obs == HW_NO_CUTOFF)
 		return true;
-	/* lower bound of (anchor, obs) in hist_order */
-	uint32_t lo = 0, hi = t->nseeds;
+	/* lower bound of (anchor, obs) in hist_order: candidates lie below it */
+	uint32_t lo = 0, hi = t->hist_order ? t->nseeds : 0;
 
 	while (lo < hi)
 	{
@@ -795,16 +800,28 @@ push_history(const HwSampler *s, Scratch *w, const HwTask *t, uint32_t anchor,
 			hi = mid;
 	}
 	int lim = t->history_max < s->cfg.bfs_child_width ? t->history_max : s->cfg.bfs_child_width;
+	uint32_t c = sp->nctx;      /* context labels left, newest at c - 1 */
 
-	for (int k = 0; k < lim && lo > 0;)
+	for (int k = 0; k < lim;)
 	{
-		uint32_t i = t->hist_order[--lo];
+		/* the newest stored label still eligible */
+		while (lo > 0)
+		{
+			uint32_t i = t->hist_order[lo - 1];
 
-		if (t->anchor_row[i] != anchor)
+			if (t->anchor_row[i] != anchor)
+				lo = 0;
+			else if ((max_split >= 0 && t->split[i] > max_split) || !hw_task_label_visible(t, i, obs))
+				lo--;
+			else
+				break;
+		}
+		if (lo == 0 && c == 0)
 			break;
-		if (max_split >= 0 && t->split[i] > max_split)
-			continue;
-		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) k, rng), i, (uint16_t) hops, 0, 1))
+		bool take_ctx = c > 0 && (lo == 0 || sp->ctx[c - 1].obs_time_us >= t->obs_time_us[t->hist_order[lo - 1]]);
+		uint32_t row = take_ctx ? --c : t->hist_order[--lo];
+
+		if (!heap_push(w, child_prio(s, hops, 0, (unsigned) k, rng), row, (uint16_t) hops, 0, take_ctx ? 2 : 1))
 			return false;
 		k++;
 	}
@@ -1119,12 +1136,18 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 		if (e.virt)
 		{
-			/* label-history row: seed e.row of this task, label visible */
+			/* label-history row: seed e.row of this task, or context label
+			 * e.row of the caller; label visible */
+			bool is_ctx = e.virt == 2;
+
 			so->rows[nrows].row = -1;
-			so->rows[nrows].vseed = e.row;
+			so->rows[nrows].vseed = is_ctx ? HW_VSEED_CONTEXT - (int64_t) e.row : e.row;
 			w->row_start[nrows] = (uint16_t) ncells;
-			ncells = emit_virtual(s, bt, base, ncells, local, t, t->obs_time_us[e.row],
-								  t->target[e.row], t->target_null[e.row] != 0, false, true);
+			ncells = is_ctx ?
+				emit_virtual(s, bt, base, ncells, local, t, sp->ctx[e.row].obs_time_us,
+							 sp->ctx[e.row].target, sp->ctx[e.row].target_null != 0, false, true) :
+				emit_virtual(s, bt, base, ncells, local, t, t->obs_time_us[e.row],
+							 t->target[e.row], t->target_null[e.row] != 0, false, true);
 			w->row_len[nrows] = (uint16_t) (ncells - w->row_start[nrows]);
 			nrows++;
 			if (w->visit_gen[sp->anchor_row] == w->gen &&
@@ -1191,7 +1214,7 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 			k0 = k;
 		}
 		if (vseed_local >= 0 && g == sp->anchor_row && e.hops == 1 &&
-			!push_history(s, w, t, g, obs, h,
+			!push_history(s, w, t, sp, g, obs, h,
 						  t->split_method != HW_SPLIT_BY_HASH && sp->seed_idx >= 0 ? t->split[sp->seed_idx] : -1,
 						  &rng))
 			return false;
@@ -2041,7 +2064,7 @@ hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *s
 	uint32_t n = s->shard_n[split][task];
 	const uint32_t *idx = s->shard_idx[split][task];
 	SeqSpec specs_stack[64] = {{0}};
-	SeqSpec *specs = B <= 64 ? specs_stack : malloc(sizeof(SeqSpec) * (size_t) B);
+	SeqSpec *specs = B <= 64 ? specs_stack : calloc((size_t) B, sizeof(SeqSpec));
 
 	if (specs == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
@@ -2078,7 +2101,7 @@ hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int n,
 	if (task < 0 || task >= s->ntasks || n < 1 || n > 65535)
 		return hw_error_set(err, HW_ERR_INVALID, "bad seed batch: task %d, %d seeds", task, n);
 	const HwTask *t = s->tasks[task];
-	SeqSpec *specs = malloc(sizeof(SeqSpec) * (size_t) n);
+	SeqSpec *specs = calloc((size_t) n, sizeof(SeqSpec));
 
 	if (specs == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
@@ -2109,22 +2132,72 @@ int
 hw_sampler_build_for_seeds(HwSampler *s, int task, const uint32_t *anchor_rows,
 						   const int64_t *obs_time_us, int n, HwBatch **out, HwError *err)
 {
+	return hw_sampler_build_for_seeds_ctx(s, task, anchor_rows, obs_time_us, n, NULL, NULL, out, err);
+}
+
+static int
+cmp_ctx(const void *a, const void *b)
+{
+	const HwContextLabel *x = a, *y = b;
+
+	return x->obs_time_us < y->obs_time_us ? -1 : x->obs_time_us > y->obs_time_us;
+}
+
+/* A context label's value fits the task's target type. */
+static bool
+ctx_value_ok(const HwTask *t, const HwContextLabel *c)
+{
+	if (c->target_null)
+		return true;
+	switch (t->target_stype)
+	{
+		case HW_ST_NUMERICAL:
+			return isfinite(c->target);
+		case HW_ST_BOOLEAN:
+			return c->target == 0.0 || c->target == 1.0;
+		case HW_ST_CATEGORICAL:
+			return c->target >= 0 && c->target < (double) t->ncat_own && c->target == floor(c->target);
+		case HW_ST_TIMESTAMP:
+			return isfinite(c->target) && fabs(c->target) < 9.0e18;
+		default:
+			return false;
+	}
+}
+
+int
+hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_rows,
+							   const int64_t *obs_time_us, int n,
+							   const HwContextLabel *const *ctx, const uint32_t *nctx,
+							   HwBatch **out, HwError *err)
+{
 	*out = NULL;
 	if (task < 0 || task >= s->ntasks || n < 1 || n > 65535)
 		return hw_error_set(err, HW_ERR_INVALID, "bad prediction batch: task %d, %d seeds", task, n);
 	const HwTask *t = s->tasks[task];
 	const HwTable *at = &s->snap->tables[t->anchor_table];
-	SeqSpec *specs = malloc(sizeof(SeqSpec) * (size_t) n);
+	SeqSpec *specs = calloc((size_t) n, sizeof(SeqSpec));
+	size_t total_ctx = 0;
+	HwContextLabel *sorted = NULL;
+	int rc = HW_OK;
 
 	if (specs == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
+	for (int b = 0; ctx && nctx && b < n; b++)
+		total_ctx += nctx[b];
+	if (total_ctx > 0 && (sorted = malloc(sizeof(HwContextLabel) * total_ctx)) == NULL)
+	{
+		free(specs);
+		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
+	}
+	size_t used = 0;
+
 	for (int b = 0; b < n; b++)
 	{
 		if (anchor_rows[b] < at->row_offset || anchor_rows[b] >= at->row_offset + at->nrows)
 		{
-			free(specs);
-			return hw_error_set(err, HW_ERR_INVALID, "row %u is not a row of %s, the anchor table of task %s",
-								anchor_rows[b], at->name, t->name);
+			rc = hw_error_set(err, HW_ERR_INVALID, "row %u is not a row of %s, the anchor table of task %s",
+							  anchor_rows[b], at->name, t->name);
+			goto done;
 		}
 		int64_t obs = obs_time_us ? obs_time_us[b] : HW_NO_CUTOFF;
 
@@ -2140,9 +2213,61 @@ hw_sampler_build_for_seeds(HwSampler *s, int task, const uint32_t *anchor_rows,
 		specs[b].seed_idx = -1;
 		specs[b].with_truth = false;
 		specs[b].rng = hash5(s->cfg.seed, 0x70726564ULL, s->task_key[task], anchor_rows[b], (uint64_t) obs);
-	}
-	int rc = build_batch(s, specs, n, out, err);
+		uint32_t m = ctx && nctx ? nctx[b] : 0;
 
+		if (m == 0)
+			continue;
+		if (ctx[b] == NULL)
+		{
+			rc = hw_error_set(err, HW_ERR_INVALID, "context labels of seed %d of task %s are missing", b, t->name);
+			goto done;
+		}
+		if (t->kind != HW_TASK_QUERY || !t->label_history)
+		{
+			rc = hw_error_set(err, HW_ERR_INVALID, "task %s has no label history, so it takes no context labels",
+							  t->name);
+			goto done;
+		}
+		if (obs == HW_NO_CUTOFF)
+		{
+			rc = hw_error_set(err, HW_ERR_INVALID, "context labels of task %s need an observation time", t->name);
+			goto done;
+		}
+		for (uint32_t k = 0; k < m; k++)
+		{
+			const HwContextLabel *c = &ctx[b][k];
+
+			if (c->obs_time_us >= obs)
+			{
+				rc = hw_error_set(err, HW_ERR_INVALID,
+								  "context label %u of task %s is observed at %lld, not before the observation time %lld",
+								  k + 1, t->name, (long long) c->obs_time_us, (long long) obs);
+				goto done;
+			}
+			if (!ctx_value_ok(t, c))
+			{
+				rc = hw_error_set(err, HW_ERR_INVALID, "context label %u of task %s is not a %s value",
+								  k + 1, t->name, hw_stype_name(t->target_stype));
+				goto done;
+			}
+		}
+		memcpy(sorted + used, ctx[b], sizeof(HwContextLabel) * m);
+		/* stable by obs time: equal times keep the caller's order */
+		for (uint32_t i = 1; i < m; i++)
+			for (uint32_t j = i; j > 0 && cmp_ctx(&sorted[used + j - 1], &sorted[used + j]) > 0; j--)
+			{
+				HwContextLabel x = sorted[used + j];
+
+				sorted[used + j] = sorted[used + j - 1];
+				sorted[used + j - 1] = x;
+			}
+		specs[b].ctx = sorted + used;
+		specs[b].nctx = m;
+		used += m;
+	}
+	rc = build_batch(s, specs, n, out, err);
+done:
+	free(sorted);
 	free(specs);
 	return rc;
 }

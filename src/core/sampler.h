@@ -51,11 +51,15 @@
  *   would still show; this is the seeds' rule).  Stop when S cells are
  *   filled (a row that does not fit is cut) or R = max_rows rows are taken.
  *   Label history (query tasks with label_history): when the anchor row is
- *   visited, the task's seeds of the same anchor with an obs time strictly
- *   before the seed's (most recent history_max of them, at most
- *   bfs_child_width) are pushed as child rows of the anchor: virtual rows
- *   [obs time, target visible] with an FK to the anchor.  Seeds without a
- *   cutoff have no history.
+ *   visited, the task's seeds of the same anchor observed strictly before
+ *   the seed's obs time T whose label was known by T (label_time <= T;
+ *   label_time defaults to the obs time) -- the most recent history_max of
+ *   them, at most bfs_child_width -- are pushed as child rows of the
+ *   anchor: virtual rows [obs time, target visible] with an FK to the
+ *   anchor.  The same rule in training and at prediction, so a (anchor, T)
+ *   gets the same history in both (with caller-given splits training also
+ *   leaves out seeds of a later split).  Seeds without a cutoff have no
+ *   history.
  *
  * Child sampling (per FK of a popped row, W = bfs_child_width, m = children
  * left after the time filter; m <= W: all of them):
@@ -178,11 +182,40 @@ int hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int 
  * Prediction: sequences for ad-hoc seeds (anchor global rows and obs times,
  * HW_NO_CUTOFF for none) of task `task`, with the target masked and its
  * value slot zero (truth unknown; is_null 0).  Label history uses the
- * task's seeds of the anchor strictly before obs_time.  Randomness keyed by
+ * task's seeds of the anchor observed strictly before obs_time whose label
+ * was known by then (the training rule), so a seed's training sequence and
+ * the prediction of its (anchor, obs time) hold the same history rows.
+ * Randomness keyed by
  * (cfg.seed, task name, anchor row, obs time).
  */
 int hw_sampler_build_for_seeds(HwSampler *s, int task, const uint32_t *anchor_rows,
 							   const int64_t *obs_time_us, int n, HwBatch **out, HwError *err);
+
+/* A label the caller knows at prediction time and the stored task does not
+ * have (rt_predict(..., context => ...)): it enters the sequence exactly as
+ * a label-history row of the seed. */
+typedef struct HwContextLabel
+{
+	int64_t obs_time_us;        /* its observation time: before the seed's */
+	double  target;             /* raw value, as HwTask.target[] (categorical: index in the task's block) */
+	uint8_t target_null;
+} HwContextLabel;
+
+/*
+ * hw_sampler_build_for_seeds with context labels: ctx[b] (nctx[b] of them,
+ * any order; ctx/nctx may be NULL) join seed b's label history.  History
+ * candidates are the stored labels visible at the seed's obs time (see
+ * hw_task_label_visible) and its context labels; the most recent
+ * min(history_max, bfs_child_width) by obs time are taken (on equal times a
+ * context label first).  Context needs a query task with label history and
+ * an obs time; each label must be observed strictly before it, and be a
+ * value of the target's type (categorical: < ncat_own; boolean: 0/1;
+ * numerical: finite): HW_ERR_INVALID otherwise.
+ */
+int hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_rows,
+								   const int64_t *obs_time_us, int n,
+								   const HwContextLabel *const *ctx, const uint32_t *nctx,
+								   HwBatch **out, HwError *err);
 
 /* This rank's seed indices of (task, split), in order (borrowed, valid
  * until hw_sampler_free). */
@@ -194,8 +227,10 @@ const HwSamplerConfig *hw_sampler_config(const HwSampler *s);
 
 /* Source of each cell of the last batch built, for inspection
  * (rt_batch_sequence): global row of cell (b, s), or -1 for a virtual row /
- * padding; for virtual rows *vseed = the task seed index it shows, else -1.
+ * padding; for virtual rows *vseed = the task seed index it shows, else -1
+ * (HW_VSEED_CONTEXT - k for context label k of the seed, sorted by obs time).
  * Valid until the next batch of this sampler. */
+#define HW_VSEED_CONTEXT (-2)
 typedef struct HwCellSource
 {
 	int64_t row;                /* global row or -1 */

@@ -93,8 +93,10 @@ free_seeds(HwTask *t)
 	free(t->target);
 	free(t->target_null);
 	free(t->split);
+	free(t->label_time_us);
 	free(t->hist_order);
 	free(t->hist_pos);
+	t->label_time_us = NULL;
 	t->anchor_row = NULL;
 	t->anchor_key = NULL;
 	t->obs_time_us = NULL;
@@ -404,6 +406,8 @@ hw_task_resolve_rows(HwTask *t, const HwSnapshot *snap, uint32_t *ndropped, HwEr
 		t->target[w] = t->target[i];
 		t->target_null[w] = t->target_null[i];
 		t->split[w] = t->split[i];
+		if (t->label_time_us)
+			t->label_time_us[w] = t->label_time_us[i];
 		w++;
 	}
 	if (ndropped)
@@ -447,24 +451,51 @@ hw_task_build_history(HwTask *t, HwError *err)
 	return HW_OK;
 }
 
+int
+hw_task_set_label_times(HwTask *t, const int64_t *lt, HwError *err)
+{
+	if (lt == NULL)
+	{
+		free(t->label_time_us);
+		t->label_time_us = NULL;
+		return HW_OK;
+	}
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		if (t->obs_time_us[i] != HW_NO_CUTOFF && lt[i] != HW_NO_CUTOFF && lt[i] < t->obs_time_us[i])
+			return hw_error_set(err, HW_ERR_INVALID,
+								"task %s: seed %u has its label time %lld before its observation time %lld",
+								t->name, i, (long long) lt[i], (long long) t->obs_time_us[i]);
+	int64_t *c = malloc(sizeof(int64_t) * (t->nseeds ? t->nseeds : 1));
+
+	if (c == NULL)
+		return hw_error_set(err, HW_ERR_NOMEM, "out of memory for label times of task %s", t->name);
+	memcpy(c, lt, sizeof(int64_t) * t->nseeds);
+	free(t->label_time_us);
+	t->label_time_us = c;
+	return HW_OK;
+}
+
 /* ------------------------------------------------------------ byte form */
 
 #define SEEDS_MAGIC "HWTS"
 #define SEEDS_VERSION 1u
 #define SEEDS_HEADER 16
 #define SEEDS_FLAG_SPLITS 1u    /* split u8[n] follows the arrays */
+#define SEEDS_FLAG_LABEL_TIME 2u    /* label_time_us i64[n] follows (after the splits) */
 
 int
 hw_task_seeds_serialize(const HwTask *t, uint8_t **out, size_t *len, HwError *err)
 {
 	size_t n = t->nseeds;
 	bool given = t->split_method != HW_SPLIT_BY_HASH;
-	size_t total = SEEDS_HEADER + n * (8 + 4 + 8 + 8 + 1) + (given ? n : 0);
+	bool lt = t->label_time_us != NULL;
+	size_t total = SEEDS_HEADER + n * (8 + 4 + 8 + 8 + 1) + (given ? n : 0) + (lt ? n * 8 : 0);
 	uint8_t *b = malloc(total);
 
 	if (b == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory serializing %zu seeds", n);
-	uint32_t hdr[3] = {SEEDS_VERSION, (uint32_t) n, given ? SEEDS_FLAG_SPLITS : 0u};
+	uint32_t hdr[3] = {SEEDS_VERSION, (uint32_t) n,
+					   (given ? SEEDS_FLAG_SPLITS : 0u) | (lt ? SEEDS_FLAG_LABEL_TIME : 0u)};
 
 	memcpy(b, SEEDS_MAGIC, 4);
 	memcpy(b + 4, hdr, 12);
@@ -476,7 +507,12 @@ hw_task_seeds_serialize(const HwTask *t, uint8_t **out, size_t *len, HwError *er
 	memcpy(p, t->target, n * 8); p += n * 8;
 	memcpy(p, t->target_null, n); p += n;
 	if (given)
+	{
 		memcpy(p, t->split, n);
+		p += n;
+	}
+	if (lt)
+		memcpy(p, t->label_time_us, n * 8);
 	*out = b;
 	*len = total;
 	return HW_OK;
@@ -495,10 +531,11 @@ hw_task_seeds_deserialize(HwTask *t, const uint8_t *buf, size_t len, HwError *er
 							t->name, hdr[0], SEEDS_VERSION);
 	size_t n = hdr[1];
 	bool given = (hdr[2] & SEEDS_FLAG_SPLITS) != 0;
+	bool lt = (hdr[2] & SEEDS_FLAG_LABEL_TIME) != 0;
 
-	if ((hdr[2] & ~SEEDS_FLAG_SPLITS) != 0)
+	if ((hdr[2] & ~(SEEDS_FLAG_SPLITS | SEEDS_FLAG_LABEL_TIME)) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s have unknown flags %u", t->name, hdr[2]);
-	if (len != SEEDS_HEADER + n * (given ? 30 : 29))
+	if (len != SEEDS_HEADER + n * ((given ? 30 : 29) + (lt ? 8 : 0)))
 		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s: %zu bytes for %zu seeds", t->name, len, n);
 	int rc = hw_task_alloc_seeds(t, (uint32_t) n, err);
 
@@ -515,11 +552,29 @@ hw_task_seeds_deserialize(HwTask *t, const uint8_t *buf, size_t len, HwError *er
 	{
 		/* caller-given splits are stored: count them as they are */
 		memcpy(t->split, p, n);
+		p += n;
 		t->split_method = HW_SPLIT_BY_COLUMN;
 	}
 	else if (t->split_method != HW_SPLIT_BY_HASH)
 		return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s lack their %s split", t->name,
 							hw_split_method_name(t->split_method));
+	if (lt)
+	{
+		int64_t *v = malloc(sizeof(int64_t) * (n ? n : 1));
+
+		if (v == NULL)
+			return hw_error_set(err, HW_ERR_NOMEM, "out of memory for label times of task %s", t->name);
+		memcpy(v, p, n * 8);
+		rc = hw_task_set_label_times(t, v, err);
+		free(v);
+		if (rc != HW_OK)
+		{
+			char why[sizeof(err->msg)];
+
+			memcpy(why, err->msg, sizeof(why));
+			return hw_error_set(err, HW_ERR_CORRUPT, "seeds of task %s: %s", t->name, why);
+		}
+	}
 	return hw_task_assign_splits(t, err);
 }
 

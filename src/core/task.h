@@ -126,6 +126,11 @@ typedef struct HwTask
 	int64_t  *obs_time_us;      /* HW_NO_CUTOFF = no cutoff */
 	double   *target;
 	uint8_t  *target_null;
+	/* When each label became known (epoch µs, >= obs_time_us): label history
+	 * shows seed i to a sequence observed at T only if obs_time_us[i] < T and
+	 * label_time_us[i] <= T, in training and at prediction alike.  NULL (the
+	 * default): label_time = obs_time.  HW_NO_CUTOFF: never shown. */
+	int64_t  *label_time_us;
 
 	/* Derived (hw_task_assign_splits): split of each seed. */
 	uint8_t  *split;            /* [nseeds] HwSplit */
@@ -188,13 +193,36 @@ int hw_task_resolve_rows(HwTask *task, const HwSnapshot *snap, uint32_t *ndroppe
 /* Label-history index (hist_order / hist_pos). */
 int hw_task_build_history(HwTask *task, HwError *err);
 
+/* When seed i's label became known (obs time when label_time_us is NULL). */
+static inline int64_t
+hw_task_label_time(const HwTask *task, uint32_t i)
+{
+	return task->label_time_us ? task->label_time_us[i] : task->obs_time_us[i];
+}
+
+/* Seed i's label is history for a sequence observed at obs: observed
+ * strictly before and known by then.  No cutoff: no history. */
+static inline bool
+hw_task_label_visible(const HwTask *task, uint32_t i, int64_t obs)
+{
+	return obs != HW_NO_CUTOFF && task->obs_time_us[i] < obs && hw_task_label_time(task, i) <= obs;
+}
+
+/* Sets label_time_us (copied, n = nseeds; NULL clears it).  Every label time
+ * must be >= its seed's obs time (or HW_NO_CUTOFF); seeds without a cutoff
+ * accept any.  HW_ERR_INVALID naming the first bad seed otherwise. */
+int hw_task_set_label_times(HwTask *task, const int64_t *label_time_us, HwError *err);
+
 /*
  * Byte form of a task's seeds (what src/pg stores in headwater.task_seed):
  *   "HWTS" u32 version(1) u32 nseeds u32 reserved,
  *   then arrays: anchor_key u64[n], anchor_row u32[n], obs_time_us i64[n],
  *   target f64[n], target_null u8[n]; little-endian.  The reserved u32 is
  *   a flag word: bit 0 = split u8[n] follows (caller-given splits; hash
- *   splits store none and are recomputed, so their bytes are unchanged).
+ *   splits store none and are recomputed, so their bytes are unchanged);
+ *   bit 1 = label_time_us i64[n] follows (after the splits; tasks without
+ *   label times store none, so seeds stored before label times load as
+ *   they were).
  * The task's metadata (kind, stats, categories, embeddings) is stored by
  * src/pg in ordinary columns.
  */

@@ -42,6 +42,8 @@
 
 #define EPOCH_2000_US INT64CONST(946684800000000)
 #define NO_ROW 0xffffffffu
+/* _row_vseed of context label k (prediction): CTX_ROW_BASE - k */
+#define CTX_ROW_BASE 0xfffffffeu
 
 /* ERROR unless the caller may use the model (owner, member, superuser);
  * caller connected to SPI.  Returns the model's source schema. */
@@ -96,6 +98,94 @@ int_array(const int64 *v, int n)
 	for (int i = 0; i < n; i++)
 		d[i] = Int32GetDatum((int32) v[i]);
 	return construct_array(d, n, INT4OID, 4, true, TYPALIGN_INT);
+}
+
+/*
+ * Stores batch b (the last one sm built) of task in headwater.batch /
+ * batch_tensor as the extension owner and returns its id; the caller is
+ * connected to SPI and has checked the model's owner.  split is a label
+ * ('train', ..., 'predict'); seed_idx[B] the task seed of each sequence (-1:
+ * a prediction).  plans (2, NULL at first) caches the prepared inserts.
+ */
+int64
+hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 batch_number, int64 seed,
+				  int32 S, const HwBatch *b, const HwSampler *sm, const int64 *seed_idx, SPIPlanPtr *plans)
+{
+	HwAsOwner as;
+	bool isnull;
+	int B = b->B;
+
+	hw_become_owner(&as);
+	if (plans[0] == NULL)
+	{
+		plans[0] = SPI_prepare("INSERT INTO headwater.batch (model_id, task_id, split, batch_number, seed, batch_size, "
+							   "seq_len, n_rows, n_texts, vcol_base, seed_idx) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+							   "$9, $10, $11) RETURNING batch_id",
+							   11, (Oid[]) {INT4OID, INT4OID, TEXTOID, INT8OID, INT8OID, INT4OID, INT4OID, INT4OID,
+											INT4OID, INT4OID, INT4ARRAYOID});
+		plans[1] = SPI_prepare("INSERT INTO headwater.batch_tensor (batch_id, name, dtype, shape, data) "
+							   "VALUES ($1, $2, $3, $4, $5)",
+							   5, (Oid[]) {INT8OID, TEXTOID, TEXTOID, INT4ARRAYOID, BYTEAOID});
+		if (!plans[0] || !plans[1])
+			elog(ERROR, "could not prepare batch inserts");
+	}
+	Datum bv[11] = {
+		Int32GetDatum(model_id), Int32GetDatum(task->task_id), CStringGetTextDatum(split),
+		Int64GetDatum(batch_number), Int64GetDatum(seed), Int32GetDatum(B), Int32GetDatum(S), Int32GetDatum(b->R),
+		Int32GetDatum(b->U), Int32GetDatum(task->col_base), PointerGetDatum(int_array(seed_idx, B))
+	};
+	char bn[12] = "           ";
+
+	if (task->col_base < 0)
+		bn[9] = 'n';
+	if (SPI_execute_plan(plans[0], bv, bn, false, 1) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not store a batch");
+	int64 batch_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	HwTensorView views[HW_BATCH_NTENSORS + 2];
+
+	hw_batch_tensors((HwBatch *) b, views);
+	/* the sequences' row sources, for rt_batch_sequence */
+	size_t BR = (size_t) B * b->R;
+	uint32 *rg = palloc(sizeof(uint32) * (BR ? BR : 1));
+	uint32 *rv = palloc(sizeof(uint32) * (BR ? BR : 1));
+
+	for (size_t i = 0; i < BR; i++)
+		rg[i] = rv[i] = NO_ROW;
+	for (int i = 0; i < B; i++)
+	{
+		const HwCellSource *rows;
+		int nrows;
+
+		if (hw_sampler_last_rows(sm, i, &rows, &nrows) != HW_OK)
+			continue;
+		for (int r = 0; r < nrows; r++)
+		{
+			rg[(size_t) i * b->R + r] = rows[r].row >= 0 ? (uint32) rows[r].row : NO_ROW;
+			/* a context label: its index below NO_ROW (see rt_batch_sequence) */
+			rv[(size_t) i * b->R + r] = rows[r].vseed >= 0 ? (uint32) rows[r].vseed :
+				rows[r].vseed <= HW_VSEED_CONTEXT ? CTX_ROW_BASE - (uint32) (HW_VSEED_CONTEXT - rows[r].vseed) : NO_ROW;
+		}
+	}
+	views[HW_BATCH_NTENSORS] = (HwTensorView) {"_row_global", HW_DT_UINT32, 2, {B, b->R, 0}, rg};
+	views[HW_BATCH_NTENSORS + 1] = (HwTensorView) {"_row_vseed", HW_DT_UINT32, 2, {B, b->R, 0}, rv};
+	for (int v = 0; v < HW_BATCH_NTENSORS + 2; v++)
+	{
+		size_t bytes = hw_dtype_size(views[v].dtype);
+
+		for (int d = 0; d < views[v].ndim; d++)
+			bytes *= (size_t) views[v].shape[d];
+		Datum tv[5] = {
+			Int64GetDatum(batch_id), CStringGetTextDatum(views[v].name),
+			CStringGetTextDatum(hw_dtype_name(views[v].dtype)),
+			PointerGetDatum(int_array(views[v].shape, views[v].ndim)),
+			PointerGetDatum(to_bytea(views[v].data, bytes))
+		};
+
+		if (SPI_execute_plan(plans[1], tv, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not store tensor %s", views[v].name);
+	}
+	hw_restore_user(&as);
+	return batch_id;
 }
 
 /* ------------------------------------------------------------ rt_sample_batches */
@@ -268,28 +358,13 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
 	}
 	uint32 *seeds = palloc(sizeof(uint32) * B);
-	HwAsOwner as;
-	SPIPlanPtr ins_batch, ins_tensor;
+	SPIPlanPtr plans[2] = {NULL, NULL};
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	hw_become_owner(&as);
-	ins_batch = SPI_prepare("INSERT INTO headwater.batch (model_id, task_id, split, batch_number, seed, batch_size, "
-							"seq_len, n_rows, n_texts, vcol_base, seed_idx) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-							"$9, $10, $11) RETURNING batch_id",
-							11, (Oid[]) {INT4OID, INT4OID, TEXTOID, INT8OID, INT8OID, INT4OID, INT4OID, INT4OID,
-										 INT4OID, INT4OID, INT4ARRAYOID});
-	ins_tensor = SPI_prepare("INSERT INTO headwater.batch_tensor (batch_id, name, dtype, shape, data) "
-							 "VALUES ($1, $2, $3, $4, $5)",
-							 5, (Oid[]) {INT8OID, TEXTOID, TEXTOID, INT4ARRAYOID, BYTEAOID});
-	if (!ins_batch || !ins_tensor)
-		elog(ERROR, "could not prepare batch inserts");
-	hw_restore_user(&as);
-
 	for (int32 k = 0; k < n; k++)
 	{
 		HwBatch *b;
-		bool isnull;
 
 		if (hw_sampler_batch(sm, split, (uint64_t) k, &b, seeds, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "could not sample a batch");
@@ -298,61 +373,8 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 
 		for (int i = 0; i < B; i++)
 			sv[i] = seeds[i];
-		Datum bv[11] = {
-			Int32GetDatum(model_id), Int32GetDatum(tasks[ti]->task_id), CStringGetTextDatum(hw_split_name(split)),
-			Int64GetDatum(k), Int64GetDatum(seed), Int32GetDatum(B), Int32GetDatum(S), Int32GetDatum(b->R),
-			Int32GetDatum(b->U), Int32GetDatum(tasks[ti]->col_base), PointerGetDatum(int_array(sv, B))
-		};
-		char bn[12] = "           ";
+		int64 batch_id = hw_pg_store_batch(model_id, tasks[ti], hw_split_name(split), k, seed, S, b, sm, sv, plans);
 
-		if (tasks[ti]->col_base < 0)
-			bn[9] = 'n';
-		hw_become_owner(&as);
-		if (SPI_execute_plan(ins_batch, bv, bn, false, 1) != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "could not store a batch");
-		int64 batch_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		HwTensorView views[HW_BATCH_NTENSORS + 2];
-
-		hw_batch_tensors(b, views);
-		/* the sequences' row sources, for rt_batch_sequence */
-		size_t BR = (size_t) B * b->R;
-		uint32 *rg = palloc(sizeof(uint32) * (BR ? BR : 1));
-		uint32 *rv = palloc(sizeof(uint32) * (BR ? BR : 1));
-
-		for (size_t i = 0; i < BR; i++)
-			rg[i] = rv[i] = NO_ROW;
-		for (int i = 0; i < B; i++)
-		{
-			const HwCellSource *rows;
-			int nrows;
-
-			if (hw_sampler_last_rows(sm, i, &rows, &nrows) != HW_OK)
-				continue;
-			for (int r = 0; r < nrows; r++)
-			{
-				rg[(size_t) i * b->R + r] = rows[r].row >= 0 ? (uint32) rows[r].row : NO_ROW;
-				rv[(size_t) i * b->R + r] = rows[r].vseed >= 0 ? (uint32) rows[r].vseed : NO_ROW;
-			}
-		}
-		views[HW_BATCH_NTENSORS] = (HwTensorView) {"_row_global", HW_DT_UINT32, 2, {B, b->R, 0}, rg};
-		views[HW_BATCH_NTENSORS + 1] = (HwTensorView) {"_row_vseed", HW_DT_UINT32, 2, {B, b->R, 0}, rv};
-		for (int v = 0; v < HW_BATCH_NTENSORS + 2; v++)
-		{
-			size_t bytes = hw_dtype_size(views[v].dtype);
-
-			for (int d = 0; d < views[v].ndim; d++)
-				bytes *= (size_t) views[v].shape[d];
-			Datum tv[5] = {
-				Int64GetDatum(batch_id), CStringGetTextDatum(views[v].name),
-				CStringGetTextDatum(hw_dtype_name(views[v].dtype)),
-				PointerGetDatum(int_array(views[v].shape, views[v].ndim)),
-				PointerGetDatum(to_bytea(views[v].data, bytes))
-			};
-
-			if (SPI_execute_plan(ins_tensor, tv, NULL, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not store tensor %s", views[v].name);
-		}
-		hw_restore_user(&as);
 		hw_batch_free(b);
 		*holder = NULL;
 		{
@@ -801,6 +823,12 @@ rt_batch_sequence(PG_FUNCTION_ARGS)
 					values[4] = CStringGetTextDatum(v);
 				else
 					nulls[4] = true;
+			}
+			else if (vs != NO_ROW && vs > CTX_ROW_BASE - 65536u)
+			{
+				/* a context label of the prediction (its value is in the tensors only) */
+				values[3] = CStringGetTextDatum(psprintf("context label %u", CTX_ROW_BASE - vs + 1));
+				nulls[4] = true;
 			}
 			else
 			{

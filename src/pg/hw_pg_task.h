@@ -18,6 +18,9 @@
 #define HW_PG_TASK_H
 
 #include "postgres.h"
+
+#include "executor/spi.h"
+#include "sampler.h"
 #include "task.h"
 
 /* One task by name (ERROR 42704 with a hint when the model has no such task). */
@@ -52,5 +55,10 @@ void     hw_pg_unusable_free(HwPgUnusableTask *u, int n);
 /* Looks a task up by name alone: its model id and task id; false when
  * missing and missing_ok, else ERROR 42704. */
 bool hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, int32 *task_id);
+
+/* Stores a sampled batch for inspection (batch_sql.c; rt_batch_tensor,
+ * rt_batch_sequence read it back): see there. */
+int64 hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 batch_number, int64 seed,
+						int32 S, const HwBatch *b, const HwSampler *sm, const int64 *seed_idx, SPIPlanPtr *plans);
 
 #endif

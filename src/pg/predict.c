@@ -16,6 +16,8 @@
  * batch element (22004), a key of the wrong arity (22023, naming the key
  * columns), a value the key column's type rejects (its own SQLSTATE, e.g.
  * 22P02), obs_time outside 0001-01-01 .. 9999-12-31 or infinite (22008).
+ * rt_predict, _label and _proba take optional context labels (argument 4),
+ * which join the row's label history: predict_context.c.
  *
  * Output by target type:
  *   numerical    rt_predict -> the value (de-normalised)
@@ -47,6 +49,7 @@
 #include "utils/typcache.h"
 
 #include "hw_pg.h"
+#include "hw_predict.h"
 #include "hw_serving.h"
 
 /* One prediction, decoded into the task's units. */
@@ -315,9 +318,11 @@ obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task)
 	return (int64_t) ts + (int64_t) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 }
 
-/* Runs the model on n anchors; out[n]. */
+/* Runs the model on n anchors; out[n].  ctx (nctx labels, may be NULL):
+ * context labels every row's label history takes in (predict_context.c). */
 static void
-predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, Decoded *out)
+predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, Decoded *out,
+			 const HwContextLabel *ctx, uint32_t nctx)
 {
 	HwError err = {0};
 	const HwTask *task = s->tasks[t];
@@ -336,7 +341,7 @@ predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int 
 		int     nb = Min(maxb, n - off);
 		HwBatch *b = NULL;
 
-		if (hw_sampler_build_for_seeds(s->sampler, t, rows + off, obs + off, nb, &b, &err) != HW_OK)
+		if (hw_predict_build(s, t, rows + off, obs + off, nb, ctx, nctx, &b, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "sampling the rows to predict");
 		hw_serving_eval_batch(s, b, o);
 		for (int i = 0; i < nb; i++)
@@ -408,8 +413,14 @@ predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
 	uint32  row = anchor_row_of(s, t, task_ref, "row_id", PG_GETARG_DATUM(1),
 								get_fn_expr_argtype(fcinfo->flinfo, 1));
 
+	/* optional context labels (argument 4) */
+	HwContextLabel *ctx = NULL;
+	uint32  nctx = 0;
+
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+		hw_predict_context_arg(PG_GETARG_JSONB_P(4), s->tasks[t], task_ref, obs, &ctx, &nctx);
 	memset(&d, 0, sizeof(d));
-	predict_rows(s, t, &row, &obs, 1, &d);
+	predict_rows(s, t, &row, &obs, 1, &d, ctx, nctx);
 	*s_out = s;
 	*t_out = t;
 	return d;
@@ -571,7 +582,7 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 	}
 	Decoded *d = palloc0(sizeof(Decoded) * Max(1, n));
 	if (n > 0)
-		predict_rows(s, t, rows, obs, n, d);
+		predict_rows(s, t, rows, obs, n, d, NULL, 0);
 
 	Oid     out;
 	bool    varlena;
@@ -589,4 +600,18 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, vn);
 	}
 	return (Datum) 0;
+}
+
+/* For rt_debug_predict_batch (predict_context.c): the anchor row named by
+ * key and the obs_time argument, exactly as rt_predict reads them. */
+uint32
+hw_predict_anchor_row(HwServing *s, int t, const char *task, Datum key, Oid keytype)
+{
+	return anchor_row_of(s, t, task, "row_id", key, keytype);
+}
+
+int64_t
+hw_predict_obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task)
+{
+	return obs_time_arg(fcinfo, argno, task);
 }

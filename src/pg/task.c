@@ -28,6 +28,13 @@
  * Caller-given splits: a query result column named `split` ('train', 'val'
  *   or 'test') decides each seed's split; it is neither a feature nor the
  *   target.  headwater.task.split_method records hash, column or time.
+ * Label times: a query result column named `label_time` (date/timestamp:
+ *   when the label became known; NULL = not known, never history; before
+ *   the observation time = error), or the option label_horizon (an
+ *   interval: label_time = observation time + it).  Neither: label_time =
+ *   observation time.  Label history shows a seed's label to a sequence
+ *   observed at T only when label_time <= T (src/core/task.h); the label
+ *   times are stored with the seeds.
  */
 #include "postgres.h"
 
@@ -191,6 +198,8 @@ typedef struct TaskOpts
 	int    history_max;
 	int    max_categories;
 	int    split_method;        /* HW_SPLIT_BY_HASH or HW_SPLIT_BY_TIME */
+	char  *label_horizon;       /* interval text: label_time = obs_time + it; NULL = none */
+	Interval *horizon;
 	char  *val_from, *test_from;    /* time split: the cutoffs as given */
 	int64  val_from_us, test_from_us;
 } TaskOpts;
@@ -221,6 +230,30 @@ parse_cutoff(const char *s, int64 *us)
 	return true;
 }
 
+/* A label horizon: a finite interval not below zero; NULL if it is not one. */
+static Interval *
+parse_horizon(const char *s)
+{
+	MemoryContext mcx = CurrentMemoryContext;
+	Interval *volatile iv = NULL;
+
+	PG_TRY();
+	{
+		iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(s),
+												   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(mcx);
+		FlushErrorState();
+		iv = NULL;
+	}
+	PG_END_TRY();
+	if (iv == NULL || iv->month < 0 || iv->day < 0 || iv->time < 0)
+		return NULL;
+	return iv;
+}
+
 static void
 parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 {
@@ -240,6 +273,8 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 	o->split_method = HW_SPLIT_BY_HASH;
 	o->val_from = o->test_from = NULL;
 	o->val_from_us = o->test_from_us = 0;
+	o->label_horizon = NULL;
+	o->horizon = NULL;
 	if (opts == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(opts))
@@ -263,11 +298,11 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 			if (strcmp(key, "split_seed") && strcmp(key, "split_ratios") && strcmp(key, "label_history") &&
 				strcmp(key, "history_max") && strcmp(key, "max_categories") && strcmp(key, "split") &&
-				strcmp(key, "val_from") && strcmp(key, "test_from"))
+				strcmp(key, "val_from") && strcmp(key, "test_from") && strcmp(key, "label_horizon"))
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("unknown option \"%s\" for task \"%s\"", key, task),
 								errhint("Known options: split_seed, split_ratios, label_history, history_max, max_categories, "
-										"split, val_from, test_from.")));
+										"split, val_from, test_from, label_horizon.")));
 			if (strcmp(key, "split_ratios") == 0)
 				nratio = 0;
 			continue;
@@ -313,6 +348,17 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 				o->test_from = c;
 				o->test_from_us = us;
 			}
+		}
+		else if (strcmp(key, "label_horizon") == 0)
+		{
+			char *c = v.type == jbvString ? pnstrdup(v.val.string.val, v.val.string.len) : NULL;
+
+			if (c == NULL || (o->horizon = parse_horizon(c)) == NULL)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("option \"label_horizon\" of task \"%s\" is not a non-negative interval", task),
+								errhint("Give how long after its observation time a label becomes known, "
+										"e.g. \"label_horizon\": \"30 days\" for a 30-day window.")));
+			o->label_horizon = c;
 		}
 		else if (strcmp(key, "label_history") == 0)
 		{
@@ -521,9 +567,9 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 
 	for (int i = 0; i < npk; i++)
 		pk[i] = TextDatumGetCString(pkv[i]);
-	int *role = palloc0(sizeof(int) * natts);   /* 1 key, 2 obs, 3 target, 4 split */
+	int *role = palloc0(sizeof(int) * natts);   /* 1 key, 2 obs, 3 target, 4 split, 5 label time */
 	int *keyatt = palloc(sizeof(int) * npk);
-	int obsatt = -1, tgtatt = -1, splitatt = -1;
+	int obsatt = -1, tgtatt = -1, splitatt = -1, ltatt = -1;
 	StringInfoData cols;
 
 	initStringInfo(&cols);
@@ -569,6 +615,25 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("the query of task \"%s\" returns a split column and options ask for a time split", t->name),
 							errhint("Use one: drop the split column from the query, or the \"split\": \"time\" option.")));
+	}
+	/* when each label became known: a column named label_time (never a
+	 * feature or the target), or options.label_horizon after the obs time */
+	for (int a = 0; a < natts; a++)
+		if (!role[a] && strcmp(NameStr(TupleDescAttr(td, a)->attname), "label_time") == 0)
+			ltatt = a;
+	if (ltatt >= 0)
+	{
+		role[ltatt] = 5;
+		if (opts->horizon)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("the query of task \"%s\" returns a label_time column and options give a label_horizon",
+								   t->name),
+							errhint("Use one: drop the label_time column from the query, or the \"label_horizon\" option.")));
+		if (!is_time_type(TupleDescAttr(td, ltatt)->atttypid))
+			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+							errmsg("label_time column of task \"%s\" has type %s, not date or timestamp", t->name,
+								   format_type_be(TupleDescAttr(td, ltatt)->atttypid)),
+							errhint("Return when each label became known, e.g. obs_time + interval '30 days' AS label_time.")));
 	}
 	if (opts->split_method == HW_SPLIT_BY_TIME && obsatt < 0 && snap->tables[at].time_col < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -685,6 +750,10 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 	}
 	if (splitatt >= 0)
 		appendStringInfo(&sql, ", (q.%s)::text", quote_identifier(NameStr(TupleDescAttr(td, splitatt)->attname)));
+	if (ltatt >= 0)
+		appendStringInfo(&sql, ", (q.%s)%s", quote_identifier(NameStr(TupleDescAttr(td, ltatt)->attname)),
+						 TupleDescAttr(td, ltatt)->atttypid == DATEOID ? "::timestamp" : "");
+	int ltcol = npk + 3 + (splitatt >= 0);
 	appendStringInfo(&sql, " FROM (%s\n) AS q", q);
 
 	Portal portal = SPI_cursor_open_with_args(NULL, sql.data, 0, NULL, NULL, NULL, true, CURSOR_OPT_NO_SCROLL);
@@ -695,7 +764,10 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 	double *tv = palloc(sizeof(double) * cap);
 	uint8 *tn = palloc(sizeof(uint8) * cap);
 	uint8 *sp = splitatt >= 0 ? palloc(sizeof(uint8) * cap) : NULL;
-	int64 n_null_keys = 0, n_missing = 0, n_bad_split = 0, n_no_obs = 0;
+	bool with_lt = ltatt >= 0 || opts->horizon != NULL;
+	int64 *lt = with_lt ? palloc(sizeof(int64) * cap) : NULL;
+	int64 n_null_keys = 0, n_missing = 0, n_bad_split = 0, n_no_obs = 0, n_early = 0;
+	char *early = NULL;
 	char *bad_split = NULL;
 	StringInfoData examples;
 	uint32 ncat = 0;
@@ -762,6 +834,8 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 				tn = repalloc_huge(tn, sizeof(uint8) * cap);
 				if (sp)
 					sp = repalloc_huge(sp, sizeof(uint8) * cap);
+				if (lt)
+					lt = repalloc_huge(lt, sizeof(int64) * cap);
 			}
 			rows[n] = (uint32) g;
 			keys[n] = h;
@@ -781,6 +855,32 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 			else
 				obs[n] = snap->row_time_us[g] == HW_NO_TIME ? HW_NO_CUTOFF : snap->row_time_us[g];
 			n_no_obs += obs[n] == HW_NO_CUTOFF;
+			if (ltatt >= 0)
+			{
+				/* NULL: the label never became known, so it is never history */
+				Datum ld = SPI_getbinval(tup, rtd, ltcol, &isnull);
+				Timestamp ts = isnull ? DT_NOEND : DatumGetTimestamp(ld);
+
+				if (!isnull && TIMESTAMP_IS_NOBEGIN(ts))
+					ts = DT_NOBEGIN;
+				lt[n] = TIMESTAMP_NOT_FINITE(ts) ? (TIMESTAMP_IS_NOEND(ts) ? HW_NO_CUTOFF : INT64_MIN) :
+					ts + EPOCH_2000_US;
+			}
+			else if (lt)
+			{
+				/* obs time + label_horizon, in calendar terms (a month is a month) */
+				lt[n] = obs[n] == HW_NO_CUTOFF ? HW_NO_CUTOFF :
+					DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval,
+														  TimestampGetDatum(obs[n] - EPOCH_2000_US),
+														  IntervalPGetDatum(opts->horizon))) + EPOCH_2000_US;
+			}
+			if (lt && obs[n] != HW_NO_CUTOFF && lt[n] != HW_NO_CUTOFF && lt[n] < obs[n])
+			{
+				if (n_early++ == 0)
+					early = psprintf("anchor %s: label_time %s, observation time %s", readable_key(kb.data),
+									 timestamptz_to_str((TimestampTz) (lt[n] == INT64_MIN ? DT_NOBEGIN : lt[n] - EPOCH_2000_US)),
+									 timestamptz_to_str((TimestampTz) (obs[n] - EPOCH_2000_US)));
+			}
 			if (sp)
 			{
 				char *sv = SPI_getvalue(tup, rtd, npk + 3);
@@ -898,6 +998,13 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 							   t->name, (long long) n_bad_split, bad_split),
 						errhint("Return exactly 'train', 'val' or 'test' (text, not NULL) in the split column, "
 								"e.g. CASE WHEN ... THEN 'train' ... END AS split.")));
+	if (n_early > 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%lld seeds of task \"%s\" have a label_time before their observation time",
+							   (long long) n_early, t->name),
+						errdetail("First: %s.", early),
+						errhint("label_time is when the label became known: at or after the observation time "
+								"(e.g. the end of the label's window); NULL if it is not known yet.")));
 	if (opts->split_method == HW_SPLIT_BY_TIME && n_no_obs > 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("%lld seeds of task \"%s\" have no observation time, so they cannot be split by time",
@@ -944,6 +1051,8 @@ build_query_task(HwTask *t, const ModelInfo *mi, const HwSnapshot *snap, const c
 		t->target[i] = (remap && !tn[i]) ? (double) remap[(uint32) tv[i]] : tv[i];
 	}
 	apply_options(t, opts);
+	if (lt && hw_task_set_label_times(t, lt, &err) != HW_OK)
+		raise_core(&err, "could not store the label times");
 	if (sp)
 	{
 		t->split_method = HW_SPLIT_BY_COLUMN;
@@ -1112,6 +1221,10 @@ rt_create_task(PG_FUNCTION_ARGS)
 			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							errmsg("the time split applies to query tasks only (task \"%s\" predicts a column)", tname),
 							errhint("Write the task as a query returning the key, an observation time and the target.")));
+		if (opts.horizon)
+			ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							errmsg("label_horizon applies to query tasks only (task \"%s\" predicts a column)", tname),
+							errhint("A cell task has no label history; drop the option.")));
 		apply_options(t, &opts);
 		if (hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
 			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -1249,7 +1362,12 @@ rt_create_task(PG_FUNCTION_ARGS)
 		appendStringInfoString(&js, ", \"true_rate\": ");
 		json_num(&js, nn > 0 ? ones / nn : NAN);
 	}
-	appendStringInfo(&js, ", \"label_history\": %s}", t->label_history ? "true" : "false");
+	appendStringInfo(&js, ", \"label_history\": %s", t->label_history ? "true" : "false");
+	/* when labels become known: only when not the default (older summaries unchanged) */
+	if (t->label_time_us)
+		json_kv_str(&js, "label_time", opts.horizon ? psprintf("observation time + %s", opts.label_horizon) :
+					"query column label_time", true);
+	appendStringInfoChar(&js, '}');
 	SPI_finish();
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(js.data)));
 }

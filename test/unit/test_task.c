@@ -335,3 +335,49 @@ UNIT_TEST(timeenc_hand_computed_calendar)
 	hw_civil_from_days(-1, &y, &m, &d);
 	CHECK(y == 1969 && m == 12 && d == 31);
 }
+
+/* Label times: stored with the seeds (flag bit 1, 8 bytes a seed more),
+ * read back as they are; a task without them keeps the old byte form; a
+ * label time before its obs time is refused; re-resolution keeps them. */
+UNIT_TEST(task_label_times_byte_form)
+{
+	HwError err = {0};
+	HwTask *t = random_query_task("lt", 300, 3);
+	uint8_t *buf;
+	size_t len;
+	int64_t *lt = malloc(sizeof(int64_t) * 300);
+
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(hw_task_seeds_serialize(t, &buf, &len, &err) == HW_OK);
+	CHECK(len == 16 + 300 * 29);
+	HwTask *u = hw_task_new("lt", HW_TASK_QUERY, &err);
+
+	CHECK(hw_task_seeds_deserialize(u, buf, len, &err) == HW_OK);
+	CHECK(u->label_time_us == NULL);
+	CHECK(hw_task_label_time(u, 7) == u->obs_time_us[7]);
+	free(buf);
+	for (uint32_t i = 0; i < 300; i++)
+		lt[i] = t->obs_time_us[i] + 500 + i;
+	lt[5] = HW_NO_CUTOFF;       /* never known */
+	CHECK(hw_task_set_label_times(t, lt, &err) == HW_OK);
+	CHECK(hw_task_seeds_serialize(t, &buf, &len, &err) == HW_OK);
+	CHECK(len == 16 + 300 * 37);
+	CHECK(hw_task_seeds_deserialize(u, buf, len, &err) == HW_OK);
+	CHECK(u->label_time_us != NULL && memcmp(u->label_time_us, lt, sizeof(int64_t) * 300) == 0);
+	CHECK(!hw_task_label_visible(u, 5, HW_NO_CUTOFF - 1));
+	CHECK(hw_task_label_visible(u, 6, u->obs_time_us[6] + 506));
+	CHECK(!hw_task_label_visible(u, 6, u->obs_time_us[6] + 505));
+	CHECK(hw_task_seeds_deserialize(u, buf, len - 8, &err) == HW_ERR_CORRUPT);
+	/* a stored label time before its obs time is corruption */
+	int64_t bad = -1;
+
+	memcpy(buf + len - 8, &bad, 8);
+	CHECK(hw_task_seeds_deserialize(u, buf, len, &err) == HW_ERR_CORRUPT);
+	free(buf);
+	lt[9] = t->obs_time_us[9] - 1;
+	CHECK(hw_task_set_label_times(t, lt, &err) == HW_ERR_INVALID);
+	CHECK(strstr(err.msg, "seed 9") != NULL);
+	hw_task_free(u);
+	free(lt);
+	hw_task_free(t);
+}
