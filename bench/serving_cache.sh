@@ -36,17 +36,24 @@ q -c "SET client_min_messages = warning" \
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "preset $preset, demo shop scale $scale ($(q -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = 'shop'") rows)"
 
-# One fresh session: kB figures of smaps_rollup before (library not loaded)
-# and after two rt_predict calls, and the two calls' latencies.
+# One fresh session: the time to load the library (LOAD), the latency of
+# its first and second rt_predict, and its smaps_rollup after them: Private
+# (pages no other process maps), Shared, PSS, and Anonymous (its own heap
+# and anonymous memory: what it costs beyond the shared page cache).
+# With "hold", the session then stays until bench_done has a row, so that
+# the extra sessions share the cache file's pages with a live backend.
 session() {
-	q <<'SQL'
+	q <<SQL
 SET client_min_messages = warning;
 CREATE TEMP TABLE m (k text, v float8);
-CREATE FUNCTION pg_temp.kb(what text) RETURNS float8 LANGUAGE sql AS $$
+CREATE FUNCTION pg_temp.kb(what text) RETURNS float8 LANGUAGE sql AS \$\$
   SELECT sum((regexp_match(l, '^\S+:\s+(\d+) kB'))[1]::float8)
   FROM regexp_split_to_table(pg_read_file('/proc/self/smaps_rollup'), E'\n') l
-  WHERE l ~ ('^(' || what || '):') $$;
+  WHERE l ~ ('^(' || what || '):') \$\$;
 INSERT INTO m VALUES ('priv0', pg_temp.kb('Private_Clean|Private_Dirty'));
+SELECT clock_timestamp() AS t0 \gset
+LOAD 'headwater';
+INSERT INTO m VALUES ('load_ms', extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000);
 SELECT clock_timestamp() AS t0 \gset
 SELECT rt_predict('order_status', 1) IS NOT NULL AS x \gset
 INSERT INTO m VALUES ('first_ms', extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000);
@@ -55,17 +62,29 @@ SELECT rt_predict('order_status', 2) IS NOT NULL AS x \gset
 INSERT INTO m VALUES ('second_ms', extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000);
 INSERT INTO m VALUES ('priv', pg_temp.kb('Private_Clean|Private_Dirty')),
                      ('shared', pg_temp.kb('Shared_Clean|Shared_Dirty')),
-                     ('pss', pg_temp.kb('Pss'));
-SELECT format('first call %s ms, second %s ms; private %s MB (%s MB before the first call), shared %s MB, PSS %s MB',
+                     ('pss', pg_temp.kb('Pss')), ('anon', pg_temp.kb('Anonymous'));
+SELECT format('load %s ms, first rt_predict %s ms, second %s ms; private %s MB (%s before), shared %s MB, PSS %s MB, anonymous %s MB',
+  round(max(v) FILTER (WHERE k = 'load_ms')::numeric, 1),
   round(max(v) FILTER (WHERE k = 'first_ms')::numeric, 1), round(max(v) FILTER (WHERE k = 'second_ms')::numeric, 2),
   round((max(v) FILTER (WHERE k = 'priv') / 1024)::numeric, 1), round((max(v) FILTER (WHERE k = 'priv0') / 1024)::numeric, 1),
-  round((max(v) FILTER (WHERE k = 'shared') / 1024)::numeric, 1), round((max(v) FILTER (WHERE k = 'pss') / 1024)::numeric, 1))
+  round((max(v) FILTER (WHERE k = 'shared') / 1024)::numeric, 1), round((max(v) FILTER (WHERE k = 'pss') / 1024)::numeric, 1),
+  round((max(v) FILTER (WHERE k = 'anon') / 1024)::numeric, 1))
 FROM m;
+$( [ "${1:-}" = hold ] && echo "DO \$\$ BEGIN FOR i IN 1 .. 1200 LOOP EXIT WHEN EXISTS (SELECT 1 FROM bench_done); PERFORM pg_sleep(0.1); END LOOP; END \$\$;" )
 SQL
 }
 
-echo "first backend after training:  $(session)"
+q -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS bench_done" -c "CREATE TABLE bench_done (x int)"
+out=$(mktemp)
+session hold >"$out" &
+holder=$!
+for _ in $(seq 1 600); do [ -s "$out" ] && break; sleep 0.1; done
+echo "first backend after training (stays connected): $(cat "$out")"
 for i in $(seq 1 "$extra"); do
-	echo "extra backend $i:               $(session)"
+	echo "extra backend $i:                                $(session)"
 done
+q -c "INSERT INTO bench_done VALUES (1)"
+wait "$holder"
+rm -f "$out"
+echo "cache files: $(ls -l "$(q -c 'SHOW data_directory')/pg_headwater/serving" 2>/dev/null | awk 'NR > 1 {n++; b += $5} END {printf "%d, %.1f MB", n, b / 1048576}')"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -20,8 +20,9 @@
  * $PGDATA/pg_headwater/serving, readable by the server's OS user only (the
  * data directory's modes, MakePGDirectory / pg_file_create_mode).
  *
- * Name: v<format>_m<model id>_c<checkpoint id>_<hash of the model state
- * key>.hwsc; the key (serving.c) names the row versions of the model and of
+ * Name: v<format>_d<database oid>_m<model id>_c<checkpoint id>_<hash of
+ * the model state key>.hwsc (model ids are per database, the directory per
+ * cluster); the key (serving.c) names the row versions of the model and of
  * its tasks, so rt_refresh or a new checkpoint gives a new name and a backend
  * notices by its usual cache key check.  Written to tmp.<pid>.<n>.hwsc and
  * renamed: readers see a whole file or none; two backends building at once
@@ -145,8 +146,8 @@ file_hash(const uint8 *p, size_t n)
 static void
 file_path(char *out, int32 model_id, int64 checkpoint_id, uint64 kh)
 {
-	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_m%d_c%lld_%016llx.hwsc", SHARED_VERSION, model_id,
-			 (long long) checkpoint_id, (unsigned long long) kh);
+	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
+			 model_id, (long long) checkpoint_id, (unsigned long long) kh);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -711,6 +712,7 @@ hw_serving_shared_close(HwSharedModel *sm)
 typedef struct CacheFile
 {
 	char   name[NAMEDATALEN * 2];
+	Oid    db;
 	int32  model_id;
 	int64  checkpoint_id;
 	uint64 kh;
@@ -736,7 +738,7 @@ list_files(int *n)
 	{
 		char        path[MAXPGPATH];
 		int         pid, ver;
-		unsigned    cnt;
+		unsigned    cnt, db;
 		int32       m;
 		long long   ck;
 		unsigned long long kh;
@@ -752,14 +754,20 @@ list_files(int *n)
 				(void) unlink(path);
 			continue;
 		}
-		if (sscanf(de->d_name, "v%d_m%d_c%lld_%16llx.hwsc", &ver, &m, &ck, &kh) != 4)
+		if (sscanf(de->d_name, "v%d_d%u_m%d_c%lld_%16llx.hwsc", &ver, &db, &m, &ck, &kh) != 5)
+		{
+			/* an older format's name: stale */
+			if (de->d_name[0] == 'v' && strstr(de->d_name, ".hwsc") != NULL)
+				(void) unlink(path);
 			continue;
+		}
 		if (*n == cap)
 		{
 			cap *= 2;
 			files = repalloc(files, sizeof(CacheFile) * cap);
 		}
 		strlcpy(files[*n].name, de->d_name, sizeof(files[*n].name));
+		files[*n].db = (Oid) db;
 		files[*n].model_id = m;
 		files[*n].checkpoint_id = ck;
 		files[*n].kh = kh;
@@ -791,6 +799,9 @@ hw_serving_shared_cleanup(int32 model_id, const char *key, const int64 *keep, in
 		CacheFile *f = &files[i];
 		bool       stale = !f->current_format;
 
+		/* another database's models are that database's business */
+		if (f->db != MyDatabaseId && !stale)
+			continue;
 		if (!stale && f->model_id == model_id)
 		{
 			bool kept = false;
@@ -822,7 +833,7 @@ hw_serving_shared_remove_model(int32 model_id)
 	CacheFile *files = list_files(&n);
 
 	for (int i = 0; i < n; i++)
-		if (files[i].model_id == model_id)
+		if (files[i].db == MyDatabaseId && files[i].model_id == model_id)
 			unlink_file(&files[i]);
 	pfree(files);
 }
