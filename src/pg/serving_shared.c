@@ -354,7 +354,10 @@ hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key,
 	ensure_dir();
 	file_path(path, model_id, checkpoint_id, h.key_hash);
 	snprintf(tmp, sizeof(tmp), SHARED_DIR "/tmp.%d.%u.hwsc", MyProcPid, tmp_counter++);
-	fd = OpenTransientFile(tmp, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY);
+	/* read-only from birth: nothing ever writes a file a backend may have
+	 * mapped (a file truncated under a mapping faults its readers) */
+	fd = OpenTransientFilePerm(tmp, O_CREAT | O_EXCL | O_WRONLY | PG_BINARY,
+							   pg_file_create_mode & ~(S_IWUSR | S_IWGRP | S_IWOTH));
 	if (fd >= 0)
 	{
 		size_t done = 0;
