@@ -7,6 +7,9 @@
 # that serves the model and for extra backends after it.
 #
 #   bench/serving_cache.sh [preset] [scale] [extra]   default: small 2000 3
+#   HW_SHARED_CACHE=off bench/serving_cache.sh ...    every session loads
+#       privately (headwater.serving_shared_cache = off: the code path of
+#       the per-backend cache before the shared one), to compare
 #
 # Uses the server in PGHOST/PGPORT when set, else starts a throwaway cluster.
 # The model is trained for a few steps only (speed and memory do not depend
@@ -34,6 +37,7 @@ q -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
 q -c "SET client_min_messages = warning" \
   -c "SELECT rt_train('shop', steps => 20, preset => '$preset', options => '{\"val_every\": 1000, \"checkpoint_every\": 1000}')" >/dev/null
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "headwater.serving_shared_cache = ${HW_SHARED_CACHE:-on}"
 echo "preset $preset, demo shop scale $scale ($(q -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = 'shop'") rows)"
 
 # One fresh session: the time to load the library (LOAD), the latency of
@@ -54,6 +58,7 @@ INSERT INTO m VALUES ('priv0', pg_temp.kb('Private_Clean|Private_Dirty'));
 SELECT clock_timestamp() AS t0 \gset
 LOAD 'headwater';
 INSERT INTO m VALUES ('load_ms', extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000);
+SET headwater.serving_shared_cache = ${HW_SHARED_CACHE:-on};
 SELECT clock_timestamp() AS t0 \gset
 SELECT rt_predict('order_status', 1) IS NOT NULL AS x \gset
 INSERT INTO m VALUES ('first_ms', extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) * 1000);
