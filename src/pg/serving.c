@@ -284,6 +284,21 @@ checkpoint_not_found(int64 checkpoint_id, const char *task_ref, const char *mode
 			 errhint("SELECT * FROM headwater.checkpoint lists the checkpoints; NULL uses the best one.")));
 }
 
+/* The version of a checkpoint's stored state: its rows' versions (a
+ * rewritten or damaged state gets another).  In the transaction's memory
+ * (it outlives the SPI connections of the build).  Caller in SPI as owner. */
+static char *
+checkpoint_state_version(int64 checkpoint_id)
+{
+	Datum arg = Int64GetDatum(checkpoint_id);
+
+	if (SPI_execute_with_args("SELECT coalesce(string_agg(chunk_no::text || '@' || xmin::text || ctid::text, ',' "
+							  "ORDER BY chunk_no), '') FROM headwater.checkpoint_state WHERE checkpoint_id = $1",
+							  1, (Oid[]) {INT8OID}, &arg, NULL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read headwater.checkpoint_state");
+	return MemoryContextStrdup(TopTransactionContext, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
 /* The checkpoints the model's tasks are served from (best per task), and
  * `also`: the shared cache files to keep.  Caller in SPI as owner. */
 static int64 *
@@ -329,7 +344,7 @@ served_checkpoints(int32 model_id, int64 also, int *n)
  * private load.  Caller in SPI as owner; returns the same way.
  */
 static HwSharedModel *
-shared_build(HwServing *e, const HwCheckpointInfo *info, const char *task_ref, HwAsOwner *as_owner)
+shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, HwAsOwner *as_owner)
 {
 	HwError        err = {0};
 	HwModelConfig  cfg;
@@ -347,11 +362,12 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *task_ref, H
 	e->snap = hw_pg_snapshot_load(e->model_id);
 	SPI_connect();
 	hw_become_owner(as_owner);
+	/* a damaged checkpoint: the private load reports it, with its detail */
 	if (hw_model_state_read_config(blob, len, &cfg, &err) != HW_OK)
-		serving_core_error(e, task_ref, &err, "loading its checkpoint",
-						   psprintf("The checkpoint is %lld (step %d).", (long long) info->checkpoint_id, info->step),
-						   "The stored checkpoint is damaged: evaluate another one (rt_evaluate(task, checkpoint => ...)) "
-						   "or train again (options => '{\"restart\": true}' starts over).");
+	{
+		pfree(blob);
+		return NULL;
+	}
 	be = hw_pg_backend_create("cpu", 1, NULL);
 	stand_in = calloc((size_t) Max(cfg.d_text, 1), sizeof(uint16));
 	full = (be && stand_in) ? hw_model_state_deserialize(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
@@ -364,7 +380,7 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *task_ref, H
 		/* the private load reports a damaged checkpoint with its detail */
 		return NULL;
 	}
-	written = hw_serving_shared_write(e->model_id, info->checkpoint_id, e->key, e->snap, full);
+	written = hw_serving_shared_write(e->model_id, info->checkpoint_id, e->key, version, e->snap, full);
 	hw_model_free(full);
 	hw_backend_destroy(be);
 	if (written)
@@ -372,9 +388,9 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *task_ref, H
 		int    nkeep;
 		int64 *keep = served_checkpoints(e->model_id, info->checkpoint_id, &nkeep);
 
-		hw_serving_shared_cleanup(e->model_id, e->key, keep, nkeep);
+		hw_serving_shared_cleanup(e->model_id, e->key, info->checkpoint_id, version, keep, nkeep);
 		pfree(keep);
-		sm = hw_serving_shared_open(e->model_id, info->checkpoint_id, e->key);
+		sm = hw_serving_shared_open(e->model_id, info->checkpoint_id, e->key, version);
 	}
 	if (sm)
 	{
@@ -404,9 +420,12 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 		e->model_name = xstrdup(model_name);
 		if (hw_serving_shared_enabled)
 		{
-			e->shared = hw_serving_shared_open(model_id, info->checkpoint_id, key);
+			char *version = checkpoint_state_version(info->checkpoint_id);
+
+			e->shared = hw_serving_shared_open(model_id, info->checkpoint_id, key, version);
 			if (e->shared == NULL)
-				e->shared = shared_build(e, info, task_ref, as_owner);
+				e->shared = shared_build(e, info, version, as_owner);
+			pfree(version);
 		}
 		/* the loaders connect to SPI themselves */
 		hw_restore_user(as_owner);

@@ -21,10 +21,13 @@
  * data directory's modes, MakePGDirectory / pg_file_create_mode).
  *
  * Name: v<format>_d<database oid>_m<model id>_c<checkpoint id>_<hash of
- * the model state key>.hwsc (model ids are per database, the directory per
- * cluster); the key (serving.c) names the row versions of the model and of
- * its tasks, so rt_refresh or a new checkpoint gives a new name and a backend
- * notices by its usual cache key check.  Written to tmp.<pid>.<n>.hwsc and
+ * the model state key>_<hash of the checkpoint's state version>.hwsc (model
+ * ids are per database, the directory per cluster).  The key (serving.c)
+ * names the row versions of the model and of its tasks, the version those
+ * of the checkpoint's stored state: rt_refresh, a task change or a new
+ * checkpoint gives a new name, which a backend notices by its usual cache
+ * key check, and a checkpoint changed in the database (even damaged) is
+ * never served from a file made of its former bytes.  Written to tmp.<pid>.<n>.hwsc and
  * renamed: readers see a whole file or none; two backends building at once
  * both succeed (the same content; the last rename wins, a mapping of the
  * other stays valid).  Never written in place: a mapped file is never
@@ -67,7 +70,7 @@
 
 #define SHARED_PARENT "pg_headwater"
 #define SHARED_DIR SHARED_PARENT "/serving"
-#define SHARED_VERSION 1
+#define SHARED_VERSION 2
 #define SHARED_MAGIC "HWSERVE"        /* 8 bytes with its NUL */
 #define SHARED_ALIGN 64
 /* a temporary file older than this is an abandoned one */
@@ -96,6 +99,7 @@ typedef struct FileHeader
 	uint64        file_len;
 	int64         checkpoint_id;
 	uint64        key_hash;
+	uint64        version_hash;
 	HwModelConfig cfg;
 	uint64        params_off;      /* float[numel] */
 	int64         numel;
@@ -144,10 +148,10 @@ file_hash(const uint8 *p, size_t n)
 }
 
 static void
-file_path(char *out, int32 model_id, int64 checkpoint_id, uint64 kh)
+file_path(char *out, int32 model_id, int64 checkpoint_id, uint64 kh, uint64 vh)
 {
-	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
-			 model_id, (long long) checkpoint_id, (unsigned long long) kh);
+	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%016llx_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
+			 model_id, (long long) checkpoint_id, (unsigned long long) kh, (unsigned long long) vh);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -306,7 +310,7 @@ ensure_dir(void)
 }
 
 bool
-hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key,
+hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key, const char *version,
 						const HwSnapshot *snap, HwModel *model)
 {
 	static uint32 tmp_counter;
@@ -345,6 +349,7 @@ hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key,
 	h.file_len = data.n;
 	h.checkpoint_id = checkpoint_id;
 	h.key_hash = key_hash(key);
+	h.version_hash = key_hash(version);
 	h.cfg = *hw_model_config(model);
 	h.numel = numel;
 	memcpy(data.p, &h, sizeof(h));
@@ -352,7 +357,7 @@ hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key,
 	memcpy(data.p + 8, &h.checksum, 8);
 
 	ensure_dir();
-	file_path(path, model_id, checkpoint_id, h.key_hash);
+	file_path(path, model_id, checkpoint_id, h.key_hash, h.version_hash);
 	snprintf(tmp, sizeof(tmp), SHARED_DIR "/tmp.%d.%u.hwsc", MyProcPid, tmp_counter++);
 	/* read-only from birth: nothing ever writes a file a backend may have
 	 * mapped (a file truncated under a mapping faults its readers) */
@@ -607,7 +612,8 @@ remove_bad(const char *path, const struct stat *seen, const char *why)
 
 /* Why the mapped file is not the one asked for, or NULL. */
 static const char *
-check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id, uint64 kh, FileHeader *h)
+check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id, uint64 kh, uint64 vh,
+			 FileHeader *h)
 {
 	if (len < sizeof(FileHeader))
 		return "truncated header";
@@ -621,7 +627,7 @@ check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id,
 		return "wrong length (truncated or extended)";
 	if (file_hash(base + 16, len - 16) != h->checksum)
 		return "checksum mismatch";
-	if (h->model_id != model_id || h->checkpoint_id != checkpoint_id || h->key_hash != kh)
+	if (h->model_id != model_id || h->checkpoint_id != checkpoint_id || h->key_hash != kh || h->version_hash != vh)
 		return "written for another model state";
 	if (h->numel <= 0 || h->params_off % SHARED_ALIGN != 0 || h->params_off < sizeof(FileHeader) ||
 		h->params_off > len || (uint64) h->numel > (len - h->params_off) / sizeof(float) ||
@@ -631,10 +637,11 @@ check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id,
 }
 
 HwSharedModel *
-hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key)
+hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key, const char *version)
 {
 	char          path[MAXPGPATH];
 	uint64        kh = key_hash(key);
+	uint64        vh = key_hash(version);
 	struct stat   st;
 	int           fd;
 	void         *base;
@@ -643,7 +650,7 @@ hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key)
 	HwSharedModel *sm;
 	Rd            r;
 
-	file_path(path, model_id, checkpoint_id, kh);
+	file_path(path, model_id, checkpoint_id, kh, vh);
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
@@ -672,7 +679,7 @@ hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key)
 		ereport(LOG, (errmsg("headwater: could not map the shared model cache file \"%s\": %m", path)));
 		return NULL;
 	}
-	why = check_header(base, (size_t) st.st_size, model_id, checkpoint_id, kh, &h);
+	why = check_header(base, (size_t) st.st_size, model_id, checkpoint_id, kh, vh, &h);
 	if (why)
 	{
 		munmap(base, (size_t) st.st_size);
@@ -720,7 +727,7 @@ typedef struct CacheFile
 	Oid    db;
 	int32  model_id;
 	int64  checkpoint_id;
-	uint64 kh;
+	uint64 kh, vh;
 	bool   current_format;
 } CacheFile;
 
@@ -746,7 +753,7 @@ list_files(int *n)
 		unsigned    cnt, db;
 		int32       m;
 		long long   ck;
-		unsigned long long kh;
+		unsigned long long kh, vh;
 		struct stat st;
 
 		if (strlen(de->d_name) >= sizeof(files[0].name))
@@ -759,7 +766,7 @@ list_files(int *n)
 				(void) unlink(path);
 			continue;
 		}
-		if (sscanf(de->d_name, "v%d_d%u_m%d_c%lld_%16llx.hwsc", &ver, &db, &m, &ck, &kh) != 5)
+		if (sscanf(de->d_name, "v%d_d%u_m%d_c%lld_%16llx_%16llx.hwsc", &ver, &db, &m, &ck, &kh, &vh) != 6)
 		{
 			/* an older format's name: stale */
 			if (de->d_name[0] == 'v' && strstr(de->d_name, ".hwsc") != NULL)
@@ -776,6 +783,7 @@ list_files(int *n)
 		files[*n].model_id = m;
 		files[*n].checkpoint_id = ck;
 		files[*n].kh = kh;
+		files[*n].vh = vh;
 		files[*n].current_format = ver == SHARED_VERSION;
 		(*n)++;
 	}
@@ -793,11 +801,13 @@ unlink_file(const CacheFile *f)
 }
 
 void
-hw_serving_shared_cleanup(int32 model_id, const char *key, const int64 *keep, int nkeep)
+hw_serving_shared_cleanup(int32 model_id, const char *key, int64 checkpoint_id, const char *version,
+						  const int64 *keep, int nkeep)
 {
 	int        n;
 	CacheFile *files = list_files(&n);
 	uint64     kh = key_hash(key);
+	uint64     vh = key_hash(version);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -813,7 +823,7 @@ hw_serving_shared_cleanup(int32 model_id, const char *key, const int64 *keep, in
 
 			for (int k = 0; k < nkeep; k++)
 				kept |= keep[k] == f->checkpoint_id;
-			stale = f->kh != kh || !kept;
+			stale = f->kh != kh || !kept || (f->checkpoint_id == checkpoint_id && f->vh != vh);
 		}
 		else if (!stale)
 		{
