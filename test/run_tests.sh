@@ -57,6 +57,9 @@ done
 hw_log "security (privilege escalation, injection, access control, crash inputs, bad-input sweep)"
 HW_CLUSTER_DIR=$tmp bash test/security.sh || failures+=(security)
 
+hw_log "shared model cache (damaged files rebuilt, unwritable directory)"
+HW_CLUSTER_DIR=$tmp bash test/serving_shared.sh || failures+=(serving_shared)
+
 hw_log "reliability (kill, crash restart, cancel, concurrency, privileges)"
 HW_CLUSTER_DIR=$tmp bash test/reliability.sh || failures+=(reliability)
 

@@ -60,6 +60,9 @@ struct HwModel
 
 	HwParamTable  pt;
 	float        *params, *grads, *m1, *m2, *muon_work;
+	/* hw_model_create_frozen: params is the caller's read-only memory (never
+	 * written, never freed); grads, m1, m2, muon_work are NULL */
+	int           frozen;
 
 	/* parameter offsets */
 	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
@@ -305,12 +308,59 @@ init_params(HwModel *m, float *host)
 
 /* ------------------------------------------------------------------ create */
 
+/*
+ * A frozen model never runs backward, so nothing of a sublayer is needed
+ * after it: one set of sublayer buffers serves every sublayer, and the
+ * residual stream alternates between two [N,D] buffers (a sublayer reads
+ * x_in and writes the next one's, never the same buffer).  Touched memory
+ * per forward drops from ~(L*(A+1)) sublayers' activations to one's (on
+ * small, ~22 MB to ~3 MB for a 256-cell sequence); the arithmetic is the
+ * same, so are the results.
+ */
+static void
+layout_frozen_sublayers(HwModel *m, HwArena *a)
+{
+	int64_t N = m->Nmax, D = m->D, H = m->H, F = m->F, B = m->Bmax, S = m->Smax;
+	SubAct  one = {0}, ffn = {0};
+	float  *xr[2];
+	int     k = 0;
+
+	xr[0] = hw_arena_floats(a, N * D);
+	xr[1] = hw_arena_floats(a, N * D);
+	one.rstd = hw_arena_floats(a, N);
+	one.qkvg = hw_arena_floats(a, N * 4 * D);
+	one.qs = hw_arena_floats(a, N * D);
+	one.kn = hw_arena_floats(a, N * D);
+	one.v = hw_arena_floats(a, N * D);
+	one.qnorm = hw_arena_floats(a, N * H);
+	one.knorm = hw_arena_floats(a, N * H);
+	one.att = hw_arena_floats(a, N * D);
+	one.lse = hw_arena_floats(a, B * H * S);
+	one.o = hw_arena_floats(a, N * D);
+	ffn.rstd = one.rstd;
+	ffn.qkvg = hw_arena_floats(a, N * 2 * F);
+	/* x_in in forward order: the attention sublayers of layer l, then its ffn */
+	for (int l = 0; l < m->L; l++)
+	{
+		for (int s = 0; s < m->A; s++)
+		{
+			m->sa[l * m->A + s] = one;
+			m->sa[l * m->A + s].x_in = xr[k++ % 2];
+		}
+		m->fa[l] = ffn;
+		m->fa[l].x_in = xr[k++ % 2];
+	}
+	m->x_final = xr[k % 2];
+}
+
 static void
 layout_activations(HwModel *m, HwArena *a)
 {
 	int64_t N = m->Nmax, D = m->D, H = m->H, F = m->F, B = m->Bmax, S = m->Smax, Dt = m->Dt;
 
-	for (int i = 0; i < m->L * m->A; i++)
+	if (m->frozen)
+		layout_frozen_sublayers(m, a);
+	for (int i = 0; i < m->L * m->A && !m->frozen; i++)
 	{
 		SubAct *s = &m->sa[i];
 
@@ -326,13 +376,14 @@ layout_activations(HwModel *m, HwArena *a)
 		s->lse = hw_arena_floats(a, B * H * S);
 		s->o = hw_arena_floats(a, N * D);
 	}
-	for (int l = 0; l < m->L; l++)
+	for (int l = 0; l < m->L && !m->frozen; l++)
 	{
 		m->fa[l].x_in = hw_arena_floats(a, N * D);
 		m->fa[l].rstd = hw_arena_floats(a, N);
 		m->fa[l].qkvg = hw_arena_floats(a, N * 2 * F);
 	}
-	m->x_final = hw_arena_floats(a, N * D);
+	if (!m->frozen)
+		m->x_final = hw_arena_floats(a, N * D);
 	m->e = hw_arena_floats(a, N * D);
 	m->rstd0 = hw_arena_floats(a, N);
 	m->xn = hw_arena_floats(a, N * D);
@@ -407,11 +458,14 @@ hw_model_free(HwModel *m)
 	be = m->be;
 	free_plans(m);
 	hw_arena_release(&m->arena);
-	be->ops->free(be, m->params);
-	be->ops->free(be, m->grads);
-	be->ops->free(be, m->m1);
-	be->ops->free(be, m->m2);
-	be->ops->free(be, m->muon_work);
+	if (!m->frozen)
+	{
+		be->ops->free(be, m->params);
+		be->ops->free(be, m->grads);
+		be->ops->free(be, m->m1);
+		be->ops->free(be, m->m2);
+		be->ops->free(be, m->muon_work);
+	}
 	be->ops->free(be, m->col_table);
 	be->ops->free(be, m->cat_table);
 	hw_params_free(&m->pt);
@@ -514,9 +568,12 @@ hw_model_backend_status(HwModel *m, HwError *err)
 	return backend_cause(m->be, HW_OK, err);
 }
 
-HwModel *
-hw_model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t ncols,
-				const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
+/* hw_model_create and hw_model_create_frozen (frozen_params != NULL: no
+ * training buffers, the parameters are the caller's memory). */
+static HwModel *
+model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t ncols,
+			 const uint16_t *cat_table, int32_t ncat, HwBackend *be,
+			 const float *frozen_params, int64_t frozen_numel, HwError *err)
 {
 	HwModel            *m;
 	HwModelConfig       cfg = *cfg_in;
@@ -573,24 +630,47 @@ hw_model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t 
 		goto nomem;
 
 	pbytes = sizeof(float) * (size_t) m->pt.numel;
-	m->params = o->alloc(be, pbytes);
-	m->grads = o->alloc(be, pbytes);
-	m->m1 = o->alloc(be, pbytes);
-	m->m2 = o->alloc(be, pbytes);
-	m->muon_work = o->alloc(be, sizeof(float) * (size_t) (hw_muon_work_floats(m->pt.p, m->pt.n) + 1));
+	if (frozen_params)
+	{
+		if (frozen_numel != m->pt.numel)
+		{
+			hw_error_set(err, HW_ERR_INVALID, "frozen parameters hold %lld floats, the model has %lld",
+						 (long long) frozen_numel, (long long) m->pt.numel);
+			hw_model_free(m);
+			return NULL;
+		}
+		m->frozen = 1;
+		m->params = (float *) frozen_params;     /* read only: forward never writes parameters */
+	}
+	else
+	{
+		m->params = o->alloc(be, pbytes);
+		m->grads = o->alloc(be, pbytes);
+		m->m1 = o->alloc(be, pbytes);
+		m->m2 = o->alloc(be, pbytes);
+		m->muon_work = o->alloc(be, sizeof(float) * (size_t) (hw_muon_work_floats(m->pt.p, m->pt.n) + 1));
+		if (!m->params || !m->grads || !m->m1 || !m->m2 || !m->muon_work)
+			goto nomem;
+		o->memset(be, m->grads, 0, pbytes);
+		o->memset(be, m->m1, 0, pbytes);
+		o->memset(be, m->m2, 0, pbytes);
+	}
 	m->col_table = o->alloc(be, sizeof(float) * (size_t) ncols * m->Dt);
 	m->cat_table = o->alloc(be, sizeof(uint16_t) * (size_t) (ncat > 0 ? ncat : 1) * m->Dt);
-	if (!m->params || !m->grads || !m->m1 || !m->m2 || !m->muon_work || !m->col_table || !m->cat_table)
+	if (!m->col_table || !m->cat_table)
 		goto nomem;
-	o->memset(be, m->grads, 0, pbytes);
-	o->memset(be, m->m1, 0, pbytes);
-	o->memset(be, m->m2, 0, pbytes);
 
-	host = malloc(pbytes > sizeof(float) * (size_t) ncols * m->Dt ? pbytes : sizeof(float) * (size_t) ncols * m->Dt);
+	if (frozen_params)
+		host = malloc(sizeof(float) * (size_t) ncols * m->Dt);
+	else
+		host = malloc(pbytes > sizeof(float) * (size_t) ncols * m->Dt ? pbytes : sizeof(float) * (size_t) ncols * m->Dt);
 	if (!host)
 		goto nomem;
-	init_params(m, host);
-	o->memcpy_h2d(be, m->params, host, pbytes);
+	if (!frozen_params)
+	{
+		init_params(m, host);
+		o->memcpy_h2d(be, m->params, host, pbytes);
+	}
 	for (int64_t i = 0; i < (int64_t) ncols * m->Dt; i++)
 		host[i] = hw_f16_to_f32(col_table[i]);
 	o->memcpy_h2d(be, m->col_table, host, sizeof(float) * (size_t) ncols * m->Dt);
@@ -622,6 +702,35 @@ nomem:
 	backend_cause(be, hw_error_set(err, HW_ERR_NOMEM, "out of memory creating the model"), err);
 	hw_model_free(m);
 	return NULL;
+}
+
+HwModel *
+hw_model_create(const HwModelConfig *cfg, const uint16_t *col_table, int32_t ncols,
+				const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
+{
+	return model_create(cfg, col_table, ncols, cat_table, ncat, be, NULL, 0, err);
+}
+
+HwModel *
+hw_model_create_frozen(const HwModelConfig *cfg, const float *params, int64_t numel,
+					   const uint16_t *col_table, int32_t ncols,
+					   const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
+{
+	/* the parameters are used where they lie: only a backend computing in
+	 * host memory can read them */
+	if (!params || strcmp(be->ops->name, "cpu") != 0)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "a frozen model needs its parameters in host memory and the cpu backend, not %s",
+					 be->ops->name);
+		return NULL;
+	}
+	return model_create(cfg, col_table, ncols, cat_table, ncat, be, params, numel, err);
+}
+
+int
+hw_model_is_frozen(const HwModel *m)
+{
+	return m->frozen;
 }
 
 /* ------------------------------------------------------------------ ops
@@ -1179,6 +1288,8 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 int
 hw_model_forward_backward(HwModel *m, const HwBatch *bt, float *loss, HwError *err)
 {
+	if (m->frozen)
+		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no gradients");
 	int rc = forward(m, bt, loss, err);
 
 	if (rc != HW_OK)
@@ -1192,6 +1303,8 @@ hw_model_forward_backward(HwModel *m, const HwBatch *bt, float *loss, HwError *e
 int
 hw_model_optimizer_step(HwModel *m, float *gnorm, float *lr, HwError *err)
 {
+	if (m->frozen)
+		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model cannot be trained");
 	int rc = hw_optim_step(m->be, &m->cfg, m->pt.p, m->pt.n, m->params, m->grads, m->m1, m->m2,
 						   m->muon_work, m->step + 1, gnorm, lr, err);
 
@@ -1352,10 +1465,10 @@ int
 hw_model_set_tensor(HwModel *m, int which, const char *name, const float *src, int64_t n, HwError *err)
 {
 	int    i = hw_params_find(&m->pt, name);
-	float *b = buf_of(m, which);
+	float *b = m->frozen ? NULL : buf_of(m, which);
 
 	if (i < 0 || !b)
-		return hw_error_set(err, HW_ERR_INVALID, "no parameter \"%s\"", name);
+		return hw_error_set(err, HW_ERR_INVALID, "no parameter \"%s\"%s", name, m->frozen ? " to write (frozen model)" : "");
 	if (n != m->pt.p[i].numel)
 		return hw_error_set(err, HW_ERR_INVALID, "parameter \"%s\" has %lld elements, not %lld", name,
 							(long long) m->pt.p[i].numel, (long long) n);
@@ -1377,7 +1490,7 @@ hw_model_get_flat(HwModel *m, int which, float *dst)
 int
 hw_model_set_flat(HwModel *m, int which, const float *src)
 {
-	float *b = buf_of(m, which);
+	float *b = m->frozen ? NULL : buf_of(m, which);
 
 	if (!b)
 		return HW_ERR_INVALID;

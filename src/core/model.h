@@ -164,6 +164,21 @@ HwModel *hw_model_create(const HwModelConfig *cfg,
 						 const uint16_t *col_table, int32_t ncols,
 						 const uint16_t *cat_table, int32_t ncat,
 						 HwBackend *be, HwError *err);
+/*
+ * A model for inference only (serving): its parameters are params[numel]
+ * (flat-buffer order, as hw_model_get_flat(m, 0) gives them), host memory
+ * the caller keeps valid and unchanged until hw_model_free: the model reads
+ * them in place (e.g. from a read-only shared file mapping), never writes or
+ * frees them.  No gradients or optimiser moments: training calls,
+ * serialization and hw_model_set_* fail with HW_ERR_INVALID.  The cpu
+ * backend only (it computes in host memory); activations as hw_model_create.
+ * hw_model_eval gives results bit-identical to a hw_model_create'd model
+ * holding the same parameters.
+ */
+HwModel *hw_model_create_frozen(const HwModelConfig *cfg, const float *params, int64_t numel,
+								const uint16_t *col_table, int32_t ncols,
+								const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err);
+int      hw_model_is_frozen(const HwModel *m);
 void     hw_model_free(HwModel *m);
 /* Device memory hw_model_create will need (parameters, gradients, moments,
  * activations, tables) in bytes, for a budget check before creating; -1 on

@@ -87,6 +87,8 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 
 	*out = NULL;
 	*len = 0;
+	if (hw_model_is_frozen(m))
+		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no training state to serialize");
 	put(&w, MAGIC, 4);
 	PUT(&w, ver);
 	PUT(&w, cb);

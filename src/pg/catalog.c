@@ -11,6 +11,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 
+#include "hw_serving_shared.h"
 #include "hw_pg.h"
 #include "catalog_priv.h"
 #include "catalog_build.h"
@@ -166,6 +167,8 @@ rt_drop_model(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not drop model \"%s\"", name);
 	hw_restore_user(&as);
 	SPI_finish();
+	/* its shared serving cache files (a rolled-back drop rebuilds them) */
+	hw_serving_shared_remove_model(id);
 	PG_RETURN_VOID();
 }
 

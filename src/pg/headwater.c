@@ -8,6 +8,8 @@
 
 #include "fmgr.h"
 #include "utils/builtins.h"
+
+#include "hw_serving_shared.h"
 #include "utils/guc.h"
 
 #include "hw_common.h"
@@ -20,7 +22,8 @@ void _PG_init(void);
 void
 _PG_init(void)
 {
-	/* GUCs are defined by the files that own them, through hw_guc_init(). */
+	/* GUCs are defined by the files that own them. */
+	hw_serving_shared_guc_init();
 }
 
 PG_FUNCTION_INFO_V1(rt_version);

@@ -55,6 +55,11 @@ typedef struct HwServing
 	HwModel        *model;
 	char          **cat_labels;      /* [n_cat_labels] the snapshot's category strings */
 	uint32          n_cat_labels;
+	/* The shared cache file this entry serves from (hw_serving_shared.h):
+	 * snap is its snapshot and model reads its parameters; NULL when the
+	 * entry loaded both privately (the cache is off, or its file could not
+	 * be written). */
+	struct HwSharedModel *shared;
 } HwServing;
 
 /* One sequence's model output, decoded from the heads. */

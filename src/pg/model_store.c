@@ -17,6 +17,7 @@
 
 #include <math.h>
 
+#include "hw_checkpoint.h"
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include "hw_pg_model.h"
@@ -99,14 +100,54 @@ rt_debug_tape(PG_FUNCTION_ARGS)
 	float      loss;
 	int        rc;
 
+	HwModel   *volatile full = NULL;
+	HwBatch   *volatile pending;
+	int        n = 0;
+
 	if (hw_sampler_batch(s->sampler, HW_SPLIT_TRAIN, 0, &b, NULL, &err) != HW_OK)
 		hw_pg_raise_core_error(&err, "sampling a batch for the tape");
-	rc = hw_model_forward_backward(s->model, b, &loss, &err);
-	hw_batch_free(b);
-	if (rc != HW_OK)
-		hw_pg_raise_core_error(&err, "running the model for the tape");
-	hw_pg_tape_save(s->model_id, s->checkpoint_id, s->model);
-	PG_RETURN_INT32(hw_model_tape(s->model)->n);
+	pending = b;
+	/* the served model is inference-only (hw_model_create_frozen, the shared
+	 * cache): a backward needs the full model of the checkpoint, made here
+	 * for this call */
+	PG_TRY();
+	{
+		HwModel *m = s->model;
+
+		if (hw_model_is_frozen(m))
+		{
+			HwAsOwner as;
+			uint8    *blob;
+			size_t    len;
+
+			SPI_connect();
+			hw_become_owner(&as);
+			blob = hw_checkpoint_load_state(s->checkpoint_id, &len);
+			hw_restore_user(&as);
+			SPI_finish();
+			full = hw_model_state_deserialize(blob, len, s->col_emb, s->ncols, s->cat_emb, (int32_t) s->ncat,
+											  s->be, &err);
+			pfree(blob);
+			if (full == NULL)
+				hw_pg_raise_core_error(&err, "loading the checkpoint for the tape");
+			m = full;
+		}
+		rc = hw_model_forward_backward(m, pending, &loss, &err);
+		hw_batch_free(pending);
+		pending = NULL;
+		if (rc != HW_OK)
+			hw_pg_raise_core_error(&err, "running the model for the tape");
+		hw_pg_tape_save(s->model_id, s->checkpoint_id, m);
+		n = hw_model_tape(m)->n;
+	}
+	PG_FINALLY();
+	{
+		if (pending)
+			hw_batch_free(pending);
+		hw_model_free(full);
+	}
+	PG_END_TRY();
+	PG_RETURN_INT32(n);
 }
 
 PG_FUNCTION_INFO_V1(rt_model_params);

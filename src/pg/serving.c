@@ -11,6 +11,16 @@
  * rt_refresh (even two in one transaction: each writes a new model row
  * version), a new or dropped task.
  *
+ * The snapshot and the checkpoint's parameters come from the cache file
+ * shared by all backends (serving_shared.c): the first backend to serve a
+ * (model, checkpoint, key) writes it, every backend maps it read-only and
+ * runs an inference-only model on the mapped parameters
+ * (hw_model_create_frozen), so a backend's first prediction loads nothing
+ * heavy and its memory is mostly shared page cache.  A new best checkpoint
+ * or key means a new file, seen by every backend through the key check
+ * above.  Without the file (headwater.serving_shared_cache off, or it could
+ * not be written) the entry loads both privately, with the same results.
+ *
  * Crash safety: an entry is built aside and installed only once complete; a
  * build that fails (a damaged checkpoint, a cancel, out of memory) frees all
  * it made and leaves the cache as it was.  Entries are reference-counted
@@ -34,6 +44,7 @@
 #include "hw_checkpoint.h"
 #include "hw_device.h"
 #include "hw_serving.h"
+#include "hw_serving_shared.h"
 
 #define HW_SERVING_CACHE_SIZE 4
 
@@ -75,7 +86,9 @@ serving_free(HwServing *s)
 	}
 	free(s->col_emb);
 	free(s->cat_emb);
-	if (s->snap)
+	if (s->shared)
+		hw_serving_shared_close(s->shared);     /* its snapshot too; the model is gone */
+	else if (s->snap)
 		snapshot_free(s->snap);
 	free(s->key);
 	free(s->model_name);
@@ -271,6 +284,122 @@ checkpoint_not_found(int64 checkpoint_id, const char *task_ref, const char *mode
 			 errhint("SELECT * FROM headwater.checkpoint lists the checkpoints; NULL uses the best one.")));
 }
 
+/* The version of a checkpoint's stored state: its rows' versions (a
+ * rewritten or damaged state gets another).  In the transaction's memory
+ * (it outlives the SPI connections of the build).  Caller in SPI as owner. */
+static char *
+checkpoint_state_version(int64 checkpoint_id)
+{
+	Datum arg = Int64GetDatum(checkpoint_id);
+
+	if (SPI_execute_with_args("SELECT coalesce(string_agg(chunk_no::text || '@' || xmin::text || ctid::text, ',' "
+							  "ORDER BY chunk_no), '') FROM headwater.checkpoint_state WHERE checkpoint_id = $1",
+							  1, (Oid[]) {INT8OID}, &arg, NULL, true, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read headwater.checkpoint_state");
+	return MemoryContextStrdup(TopTransactionContext, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* The checkpoints the model's tasks are served from (best per task), and
+ * `also`: the shared cache files to keep.  Caller in SPI as owner. */
+static int64 *
+served_checkpoints(int32 model_id, int64 also, int *n)
+{
+	Datum   arg = Int32GetDatum(model_id);
+	int     ntask;
+	int32  *task_ids;
+	int64  *keep;
+
+	if (SPI_execute_with_args("SELECT task_id FROM headwater.task WHERE model_id = $1", 1, (Oid[]) {INT4OID},
+							  &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.task");
+	ntask = (int) SPI_processed;
+	task_ids = palloc(sizeof(int32) * (ntask + 1));
+	for (int i = 0; i < ntask; i++)
+	{
+		bool isnull;
+
+		task_ids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	keep = palloc(sizeof(int64) * (ntask + 1));
+	*n = 0;
+	keep[(*n)++] = also;
+	for (int i = 0; i < ntask; i++)
+	{
+		HwCheckpointInfo ci = {0};
+
+		if (hw_checkpoint_find_task(model_id, task_ids[i], -1, &ci))
+			keep[(*n)++] = ci.checkpoint_id;
+	}
+	pfree(task_ids);
+	return keep;
+}
+
+/*
+ * Writes the shared cache file of (model, checkpoint, key) and maps it, or
+ * returns NULL (the entry then loads privately).  The snapshot is loaded
+ * into e->snap (freed with the entry on ERROR, and here once the file is
+ * mapped); the parameters come from a full model of the checkpoint, made on
+ * stand-in embedding tables (they size only the tables, never the
+ * parameters) and freed here.  ERROR for a damaged checkpoint, as the
+ * private load.  Caller in SPI as owner; returns the same way.
+ */
+static HwSharedModel *
+shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, HwAsOwner *as_owner)
+{
+	HwError        err = {0};
+	HwModelConfig  cfg;
+	HwBackend     *be;
+	HwModel       *full;
+	uint16        *stand_in;
+	uint8         *blob;
+	size_t         len;
+	bool           written;
+	HwSharedModel *sm = NULL;
+
+	blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
+	hw_restore_user(as_owner);
+	SPI_finish();
+	e->snap = hw_pg_snapshot_load(e->model_id);
+	SPI_connect();
+	hw_become_owner(as_owner);
+	/* a damaged checkpoint: the private load reports it, with its detail */
+	if (hw_model_state_read_config(blob, len, &cfg, &err) != HW_OK)
+	{
+		pfree(blob);
+		return NULL;
+	}
+	be = hw_pg_backend_create("cpu", 1, NULL);
+	stand_in = calloc((size_t) Max(cfg.d_text, 1), sizeof(uint16));
+	full = (be && stand_in) ? hw_model_state_deserialize(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
+	free(stand_in);
+	pfree(blob);
+	if (full == NULL)
+	{
+		if (be)
+			hw_backend_destroy(be);
+		/* the private load reports a damaged checkpoint with its detail */
+		return NULL;
+	}
+	written = hw_serving_shared_write(e->model_id, info->checkpoint_id, e->key, version, e->snap, full);
+	hw_model_free(full);
+	hw_backend_destroy(be);
+	if (written)
+	{
+		int    nkeep;
+		int64 *keep = served_checkpoints(e->model_id, info->checkpoint_id, &nkeep);
+
+		hw_serving_shared_cleanup(e->model_id, e->key, info->checkpoint_id, version, keep, nkeep);
+		pfree(keep);
+		sm = hw_serving_shared_open(e->model_id, info->checkpoint_id, e->key, version);
+	}
+	if (sm)
+	{
+		snapshot_free(e->snap);
+		e->snap = NULL;
+	}
+	return sm;
+}
+
 /* Builds the entry for (model, checkpoint) aside; on ERROR frees it. */
 static HwServing *
 serving_build(int32 model_id, const char *model_name, const char *key, const HwCheckpointInfo *info,
@@ -289,10 +418,22 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 		e->checkpoint_id = info->checkpoint_id;
 		e->key = xstrdup(key);
 		e->model_name = xstrdup(model_name);
+		if (hw_serving_shared_enabled)
+		{
+			char *version = checkpoint_state_version(info->checkpoint_id);
+
+			e->shared = hw_serving_shared_open(model_id, info->checkpoint_id, key, version);
+			if (e->shared == NULL)
+				e->shared = shared_build(e, info, version, as_owner);
+			pfree(version);
+		}
 		/* the loaders connect to SPI themselves */
 		hw_restore_user(as_owner);
 		SPI_finish();
-		e->snap = hw_pg_snapshot_load(model_id);
+		if (e->shared)
+			e->snap = e->shared->snap;
+		else if (e->snap == NULL)
+			e->snap = hw_pg_snapshot_load(model_id);
 		e->tasks = hw_pg_tasks_load_usable(model_id, e->snap, &e->ntasks, &e->unusable, &e->nunusable);
 		SPI_connect();
 		hw_become_owner(as_owner);
@@ -304,7 +445,6 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 								   &e->cat_emb, &e->ncat, &err) != HW_OK)
 				serving_core_error(e, task_ref, &err, "building the embedding tables", NULL,
 								   "Run rt_refresh(model); if that does not help, drop and create the task again.");
-			blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
 			hw_checkpoint_sampler_config(info, &e->scfg);
 			e->scfg.n_threads = 1;
 			if (e->scfg.batch_size < 1 || e->scfg.batch_size > 65535)
@@ -319,9 +459,16 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
 								errmsg("could not create the CPU backend to serve task \"%s\"", task_ref),
 								errhint("The server may be out of memory; try again later.")));
-			e->model = hw_model_state_deserialize(blob, len, e->col_emb, e->ncols, e->cat_emb,
-												  (int32_t) e->ncat, e->be, &err);
-			pfree(blob);
+			if (e->shared)
+				e->model = hw_model_create_frozen(&e->shared->cfg, e->shared->params, e->shared->numel,
+												  e->col_emb, e->ncols, e->cat_emb, (int32_t) e->ncat, e->be, &err);
+			else
+			{
+				blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
+				e->model = hw_model_state_deserialize(blob, len, e->col_emb, e->ncols, e->cat_emb,
+													  (int32_t) e->ncat, e->be, &err);
+				pfree(blob);
+			}
 			if (e->model == NULL)
 			{
 				char *detail = psprintf("The checkpoint is %lld (step %d).", (long long) info->checkpoint_id, info->step);
