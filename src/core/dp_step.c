@@ -68,6 +68,12 @@ hw_dp_rank_free(HwDpRank *d)
 	free(d);
 }
 
+int
+hw_dp_rank_grad_accum(const HwDpRank *d)
+{
+	return d->accum;
+}
+
 /* A failure on this rank: stop the others (first message wins). */
 static int
 fail(HwDpRank *d, int rc, HwError *err)

@@ -43,6 +43,7 @@ typedef struct HwDpRank HwDpRank;
  * micro-batches per step.  Borrows m and c. */
 HwDpRank *hw_dp_rank_create(HwModel *m, HwCollective *c, int rank, int grad_accum, HwError *err);
 void      hw_dp_rank_free(HwDpRank *d);
+int       hw_dp_rank_grad_accum(const HwDpRank *d);
 
 /* One step on micro[0..grad_accum-1] (all of batch size micro[0]->B).
  * res as hw_model_train_step's, loss = mean over the global batch. */

@@ -5,10 +5,12 @@
  * moments and losses BIT-IDENTICAL to one rank accumulating the same two
  * micro-batches per step, over several steps; both ranks agree (checksum);
  * the result is not the one of micro-batch 0 alone (the test can fail); a
- * failing rank stops the other with its message.
+ * failing rank stops the other with its message.  The same through the
+ * rank threads of dp_threads.h (what the training worker uses).
  */
 #include "unit.h"
 #include "dp_step.h"
+#include "dp_threads.h"
 #include "synth_batch.h"
 
 #include <pthread.h>
@@ -207,6 +209,64 @@ UNIT_TEST(dp_failing_rank_stops_the_other_with_its_message)
 	{
 		free(a[r].params);
 		free(a[r].m1);
+	}
+	hw_coll_destroy(c);
+}
+
+UNIT_TEST(dp_threads_two_ranks_equal_accumulation)
+{
+	HwError       err = {0};
+	HwCollective *c = hw_coll_local_create(W, 120.0, &err);
+	HwBackend    *be[W];
+	HwModel      *m[W];
+	HwDpRank     *d[W];
+	float         loss1[NSTEPS], *p1, *m1, *pr;
+	uint64_t      ck1 = 0, ck = 0;
+
+	CHECK(c != NULL);
+	for (int r = 0; r < W; r++)
+	{
+		be[r] = hw_backend_cpu_create(1, &err);
+		m[r] = tiny_model(be[r], &err);
+		d[r] = hw_dp_rank_create(m[r], c, r, 1, &err);
+		CHECK_MSG(d[r] != NULL, "%s", err.msg);
+	}
+	HwDpThreads *t = hw_dp_threads_start(d, W, c, &err);
+
+	CHECK(t != NULL);
+	for (int s = 0; s < NSTEPS; s++)
+	{
+		HwBatch     *mb[W] = {micro_batch(s, 0), micro_batch(s, 1)};
+		HwStepResult res;
+		int          rc = -1, polls = 0;
+
+		CHECK(hw_dp_threads_post(t, mb, s == NSTEPS - 1, &err) == HW_OK);
+		CHECK(hw_dp_threads_post(t, mb, false, &err) == HW_ERR_INVALID);   /* one at a time */
+		while (!hw_dp_threads_wait(t, 0.01, &res, &rc, &ck, &err))
+			polls++;
+		CHECK_MSG(rc == HW_OK, "step %d: %s", s, err.msg);
+		loss1[s] = res.loss;
+		CHECK_EQ_INT(res.step, s + 1);
+		hw_batch_free(mb[0]);
+		hw_batch_free(mb[1]);
+	}
+	hw_dp_threads_stop(t, NULL);
+	float lref[NSTEPS];
+
+	CHECK_MSG(one_rank(W, lref, &p1, &m1, &ck1, &err) == HW_OK, "%s", err.msg);
+	CHECK(ck == ck1);
+	CHECK(memcmp(loss1, lref, sizeof(lref)) == 0);
+	pr = malloc(sizeof(float) * hw_model_numel(m[1]));
+	hw_model_get_flat(m[1], 0, pr);
+	CHECK(memcmp(pr, p1, sizeof(float) * hw_model_numel(m[1])) == 0);
+	free(pr);
+	free(p1);
+	free(m1);
+	for (int r = 0; r < W; r++)
+	{
+		hw_dp_rank_free(d[r]);
+		hw_model_free(m[r]);
+		hw_backend_destroy(be[r]);
 	}
 	hw_coll_destroy(c);
 }
