@@ -49,9 +49,9 @@ hw_dp_rank_create(HwModel *m, HwCollective *c, int rank, int grad_accum, HwError
 		d->acc = d->be->ops->alloc(d->be, sizeof(float) * (size_t) (d->numel + 1));
 		if (d->acc == NULL)
 		{
-			free(d);
 			hw_error_set(err, HW_ERR_NOMEM, "out of device memory for the gradient accumulator (%lld floats)",
 						 (long long) d->numel + 1);
+			free(d);
 			return NULL;
 		}
 	}
