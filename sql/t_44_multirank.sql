@@ -3,8 +3,10 @@
 -- in-process collective) and one rank accumulating two micro-batches train
 -- the tiny preset to BIT-IDENTICAL parameters (the raw float32 bytes of
 -- rt_model_params) and the same losses at every step; one rank without
--- accumulation does not (the check has teeth).  The options are checked at
--- call time.
+-- accumulation does not (the check has teeth).  A rank that times out
+-- fails the job naming it; headwater.rendezvous holds the ranks; the options
+-- (hosts too: several hosts are refused, not built yet) are checked at call
+-- time.
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -66,10 +68,22 @@ FROM pg_temp.err($$SELECT rt_train('m44', steps => 3, preset => 'tiny',
 SELECT j.state, j.error ~ 'rank [01] waited .* for rank\(s\) [01], which did not arrive \(timeout\)' AS names_rank
 FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm44' ORDER BY j.job_id DESC LIMIT 1;
 
--- 4. checked at call time
+-- 4. the ranks of a job in headwater.rendezvous: one row each for the
+--    two-rank runs (state = the job's), none for one rank
+SELECT r.m, count(z.*) AS rank_rows, string_agg(z.state || '/' || z.device, ',' ORDER BY z.rank) AS states,
+       bool_and(z.unique_id IS NULL) AS no_nccl_id, count(DISTINCT z.host) <= 1 AS one_host
+FROM r44 r LEFT JOIN headwater.rendezvous z ON z.job_id = (r.r ->> 'job_id')::bigint
+GROUP BY r.m ORDER BY r.m;
+SELECT string_agg(z.state, ',' ORDER BY z.rank) AS timed_out_job_ranks
+FROM headwater.rendezvous z
+WHERE z.job_id = (SELECT max(j.job_id) FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm44');
+
+-- 5. checked at call time
 SELECT o AS options, e.code AS sqlstate, e.message, e.hint
 FROM (VALUES ('{"ranks": 0}'), ('{"ranks": 65}'), ('{"ranks": "2"}'), ('{"devices": "some"}'),
              ('{"devices": 0}'), ('{"ranks": 2, "devices": 2}'), ('{"grad_accum": 0}'),
-             ('{"grad_accum": 2000}'), ('{"check_every": 0}'), ('{"rank_timeout": 0}')) v(o),
+             ('{"grad_accum": 2000}'), ('{"check_every": 0}'), ('{"rank_timeout": 0}'),
+             ('{"hosts": []}'), ('{"hosts": "h1"}'), ('{"hosts": ["h1", "h1"]}'), ('{"hosts": ["h1", 2]}'),
+             ('{"hosts": [""]}'), ('{"hosts": ["db1", "db2"]}')) v(o),
      LATERAL pg_temp.err(format('SELECT rt_train(%L, steps => 10, preset => %L, options => %L)',
                                 'm44', 'tiny', o)) e;

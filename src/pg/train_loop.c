@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -396,7 +397,8 @@ log_row(HwJobShared *job, int step, const char *split, double loss, double lr, d
 
 	hw_job_exec_committed(
 		"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, loss, lr, grad_norm, tokens_per_s) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)), "
+		"h AS (UPDATE headwater.rendezvous SET heartbeat = clock_timestamp() WHERE job_id = $1 AND state = 'running') "
 		"UPDATE headwater.job SET step = $3, updated_at = clock_timestamp(), tokens_per_s = $8, "
 		"loss = CASE WHEN $4 = 'train' THEN $5 ELSE loss END, "
 		"val_metrics = CASE WHEN $4 = 'val' THEN jsonb_build_object('val_loss', $5) ELSE val_metrics END "
@@ -607,6 +609,21 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 	}
 	if ((r->threads = hw_dp_threads_start(r->dp, W, r->coll, &err)) == NULL)
 		hw_pg_raise_core_error(&err, "starting the rank threads");
+	if (W > 1)
+	{
+		/* one row per rank (headwater.rendezvous); the job's end sets their state */
+		char        host[256] = "localhost";
+		Oid         argtypes[4] = {INT8OID, INT4OID, TEXTOID, TEXTOID};
+		Datum       values[4] = {Int64GetDatum(job->job_id), Int32GetDatum(W), (Datum) 0,
+								 CStringGetTextDatum(hw_pg_backend_name(be))};
+
+		(void) gethostname(host, sizeof(host) - 1);
+		values[2] = CStringGetTextDatum(host);
+		hw_job_exec_committed("INSERT INTO headwater.rendezvous (job_id, rank, host, device, state) "
+							  "SELECT $1, r, $3, CASE WHEN $4 = 'cpu' THEN 'cpu' ELSE $4 || ':' || r END, 'running' "
+							  "FROM generate_series(0, $2 - 1) r",
+							  4, argtypes, values, NULL);
+	}
 }
 
 /* One data-parallel step: the V micro-batches from the queues, the ranks

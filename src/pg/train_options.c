@@ -17,6 +17,7 @@
 
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
@@ -32,7 +33,8 @@ typedef enum OptKind
 	OPT_NUM,         /* a number in [min, max] ((min, max] when min_exclusive) */
 	OPT_WEIGHTS,     /* {"task": number in [min, max], ...} */
 	OPT_SAMPLING,    /* "recent" | "uniform" (hw_child_sampling_from_name) */
-	OPT_DEVICES      /* "all" (-1) or an integral number in [min, max] */
+	OPT_DEVICES,     /* "all" (-1) or an integral number in [min, max] */
+	OPT_HOSTS        /* an array of [min, max] host names (strings of 1..255 bytes, distinct) */
 } OptKind;
 
 typedef struct OptSpec
@@ -85,6 +87,8 @@ static const OptSpec opt_specs[] = {
 	{"check_every", OPT_INT, 1, I32MAX, false, "steps between comparisons of the ranks' parameter checksums"},
 	{"rank_timeout", OPT_NUM, 0, 86400, true,
 	 "seconds a rank waits for the others at a gradient exchange before the job fails"},
+	{"hosts", OPT_HOSTS, 1, HW_TRAIN_MAX_RANKS, false,
+	 "the PostgreSQL servers to train on, this one first (training across hosts: docs/distributed.md)"},
 	{NULL}
 };
 
@@ -121,6 +125,9 @@ opt_hint(const OptSpec *o)
 		case OPT_DEVICES:
 			return psprintf("%s must be \"all\" or an integer from %s to %s (%s).", o->key, fmt_num(o->min),
 							fmt_num(o->max), o->what);
+		case OPT_HOSTS:
+			return psprintf("%s must be an array of %s to %s distinct host names, non-empty strings of at most "
+							"255 bytes (%s).", o->key, fmt_num(o->min), fmt_num(o->max), o->what);
 		case OPT_WEIGHTS:
 			return psprintf("%s must be an object {\"task\": weight} of the tasks being trained, weights "
 							"from %s to %s (relative shares of the batches; absent tasks weigh 1).",
@@ -213,6 +220,36 @@ check_value(const OptSpec *o, const JsonbValue *v)
 			if (!json_number(v, &x) || x != floor(x) || !in_range(o, x))
 				bad_value(o, v);
 			return x;
+		case OPT_HOSTS:
+			{
+				JsonbIterator *it;
+				JsonbValue  e;
+				JsonbIteratorToken tok;
+				List       *seen = NIL;
+
+				if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+					bad_value(o, v);
+				it = JsonbIteratorInit(v->val.binary.data);
+				while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+				{
+					ListCell   *lc;
+					char       *h;
+
+					if (tok != WJB_ELEM)
+						continue;
+					if (e.type != jbvString || e.val.string.len < 1 || e.val.string.len > 255 ||
+						list_length(seen) >= (int) o->max)
+						bad_value(o, v);
+					h = pnstrdup(e.val.string.val, e.val.string.len);
+					foreach(lc, seen)
+						if (strcmp((char *) lfirst(lc), h) == 0)
+							bad_value(o, v);
+					seen = lappend(seen, h);
+				}
+				if (list_length(seen) < (int) o->min)
+					bad_value(o, v);
+				return list_length(seen);
+			}
 		case OPT_SAMPLING:
 			{
 				int         c = v->type == jbvString
@@ -377,6 +414,13 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->check_every = (int32) x;
 			else if (strcmp(key, "rank_timeout") == 0)
 				st->rank_timeout = x;
+			else if (strcmp(key, "hosts") == 0 && x > 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("training across %d hosts is not available yet", (int) x),
+						 errhint("Train on one server (hosts with one entry, or no hosts option), with ranks or devices "
+								 "for several CPU ranks or GPUs; docs/distributed.md describes the design for several "
+								 "machines and what of it exists.")));
 			else if (strcmp(key, "max_rows") == 0)
 				st->scfg.max_rows = (int32) x;
 			else if (strcmp(key, "child_width") == 0)
