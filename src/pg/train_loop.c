@@ -566,8 +566,14 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 	r->rmodel[0] = model;
 	if (W > 1)
 	{
-		if (hw_model_state_serialize(model, &blob, &len, &err) != HW_OK)
+		uint8_t    *mblob = NULL;
+
+		if (hw_model_state_serialize(model, &mblob, &len, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "copying the model to the other ranks");
+		/* palloc: not lost on an ERROR below (the worker ends with the job) */
+		blob = palloc(Max(len, 1));
+		memcpy(blob, mblob, len);
+		free(mblob);
 		for (int k = 1; k < W; k++)
 		{
 			const HwModelConfig *mc = hw_model_config(model);
@@ -575,26 +581,20 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 
 			r->rbe[k] = hw_pg_backend_create_rank(st->s.device, rank_threads, k, job);
 			if (strcmp(hw_pg_backend_name(r->rbe[k]), hw_pg_backend_name(be)) != 0)
-			{
-				free(blob);
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("rank %d runs on %s, rank 0 on %s", k, hw_pg_backend_name(r->rbe[k]),
 								hw_pg_backend_name(be)),
 						 errhint("All ranks must use one kind of device.")));
-			}
 			r->rmodel[k] = hw_model_state_deserialize(blob, len, r->col_emb, ncols, r->cat_emb, (int32_t) ncat,
 														r->rbe[k], &err);
 			if (r->rmodel[k] == NULL)
-			{
-				free(blob);
 				hw_pg_raise_core_error(&err, psprintf("creating the model of rank %d", k));
-			}
 			/* the schedule state rank 0 has (hw_lr_schedule_extend ran on it) */
 			rc = (HwModelConfig *) hw_model_config(r->rmodel[k]);
 			*rc = *mc;
 		}
-		free(blob);
+		pfree(blob);
 		r->coll = hw_pg_collective_create(r->rbe, W, st->s.rank_timeout);
 	}
 	for (int k = 0; k < W; k++)
