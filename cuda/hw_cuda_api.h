@@ -65,10 +65,21 @@ int  hw_cuda_nccl_unique_id(unsigned char *buf, size_t buflen, size_t *idlen, Hw
 int  hw_cuda_nccl_create_rank(const unsigned char *id, size_t idlen, int nranks, int rank, int device,
 							  HwCudaNccl **out, HwError *err);
 
+/*
+ * collective_nccl.cu: the collective interface of src/core/collective.h on
+ * NCCL for nranks local ranks, rank r on bes[r]'s GPU and stream
+ * (ncclCommInitAll).  Waits poll (stream, async error, abort flag, timeout)
+ * and call ncclCommAbort on failure instead of blocking.  UNTESTED on a GPU.
+ */
+struct HwCollective;
+int  hw_cuda_collective_create(int nranks, HwBackend **bes, double timeout_s, struct HwCollective **out, HwError *err);
+
 /* dlsym pointer types */
 typedef int        (*hw_cuda_device_count_fn)(void);
 typedef HwBackend *(*hw_backend_cuda_create_fn)(int device, HwError *err);
 typedef int        (*hw_backend_cuda_last_error_fn)(HwBackend *be, HwError *err);
+typedef int        (*hw_cuda_collective_create_fn)(int nranks, HwBackend **bes, double timeout_s,
+												   struct HwCollective **out, HwError *err);
 
 #ifdef __cplusplus
 }

@@ -159,6 +159,40 @@ rm -rf "$out"
 q "SELECT rt_cancel('shop')" >/dev/null
 wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30
 
+# 8. Data parallel, two rank threads (docs/distributed.md): rt_cancel stops
+#    every rank after a checkpoint of rank 0, and the run resumes with two
+#    ranks; pg_terminate_backend mid-run stops the worker and its rank
+#    threads, the job and its ranks (headwater.rendezvous) are failed.
+dp="preset => 'tiny', options => '{\"checkpoint_every\": 5, \"val_every\": 1000, \"ranks\": 2, \"batch_size\": 4, \"seq_len\": 64}'"
+q "SELECT rt_train('shop', steps => 100000, $dp, wait => false)" >/dev/null
+wait_for "SELECT EXISTS (SELECT 1 FROM headwater.checkpoint WHERE job_id = (SELECT max(job_id) FROM headwater.job) AND step > 0)" 120 \
+	|| not_ok "data parallel: training reached a checkpoint" "$(q 'SELECT * FROM rt_status()')"
+q "SELECT rt_cancel('shop')" >/dev/null
+wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 60
+check "data parallel, rt_cancel: job and both ranks cancelled, checkpointed at the stop" \
+	"SELECT j.state = 'cancelled'
+	        AND (SELECT string_agg(r.state, ',' ORDER BY r.rank) FROM headwater.rendezvous r WHERE r.job_id = j.job_id) = 'cancelled,cancelled'
+	        AND (SELECT max(c.step) FROM headwater.checkpoint c WHERE c.job_id = j.job_id) = j.step
+	 FROM headwater.job j ORDER BY j.job_id DESC LIMIT 1"
+ck=$(q "SELECT step FROM headwater.job ORDER BY job_id DESC LIMIT 1")
+res=$(q "SELECT rt_train('shop', steps => $((ck + 3)), $dp)")
+expect "data parallel: rt_train resumes the cancelled run with two ranks ($ck -> $((ck + 3)))" \
+	$([ "$(json_int steps_done "$res")" = $((ck + 3)) ] && [ "$(json_int resumed_from "$res")" = "$ck" ] &&
+	  [ "$(json_int ranks "$res")" = 2 ] && echo 1 || echo 0) "$res"
+q "SELECT rt_train('shop', steps => 100000, $dp, wait => false)" >/dev/null
+wait_for "SELECT EXISTS (SELECT 1 FROM headwater.job j WHERE j.job_id = (SELECT max(job_id) FROM headwater.job) AND j.step > $((ck + 3)))" 120 \
+	|| not_ok "data parallel: the second run trains" "$(q 'SELECT * FROM rt_status()')"
+q "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'headwater training'" >/dev/null
+if wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30; then
+	ok "data parallel, terminated worker: it stops with its rank threads"
+else
+	not_ok "data parallel, terminated worker: it stops with its rank threads" "$(q 'SELECT * FROM rt_status()')"
+fi
+check "data parallel, terminated worker: job and both ranks failed" \
+	"SELECT j.state = 'failed' AND j.error LIKE '%terminated%'
+	        AND (SELECT string_agg(r.state, ',' ORDER BY r.rank) FROM headwater.rendezvous r WHERE r.job_id = j.job_id) = 'failed,failed'
+	 FROM headwater.job j ORDER BY j.job_id DESC LIMIT 1"
+
 dropdb "$db" >/dev/null 2>&1
 psql -X -qAt -d postgres -c "DROP ROLE IF EXISTS hw_noread" -c "DROP ROLE IF EXISTS hw_modelers" >/dev/null 2>&1
 tap_finish

@@ -81,7 +81,26 @@ CREATE TABLE headwater.checkpoint_metric (
 );
 CREATE INDEX checkpoint_metric_task_idx ON headwater.checkpoint_metric (task_id);
 
-REVOKE ALL ON headwater.job, headwater.train_log, headwater.checkpoint, headwater.checkpoint_metric FROM PUBLIC;
+-- The ranks of a data-parallel job (docs/distributed.md), one row each,
+-- written by the job's worker: state follows the job, heartbeat moves with
+-- every train_log row.  Across machines (designed, not built) this is the
+-- rendezvous: rank 0 stores NCCL's unique id (128 bytes) in unique_id and the
+-- workers of the other hosts read it; on one machine it stays NULL.
+CREATE TABLE headwater.rendezvous (
+    job_id     bigint NOT NULL REFERENCES headwater.job ON DELETE CASCADE,
+    rank       int NOT NULL CHECK (rank >= 0),
+    host       text NOT NULL,
+    device     text NOT NULL,                -- 'cpu' (a thread) | 'cuda:N'
+    unique_id  bytea,
+    state      text NOT NULL DEFAULT 'waiting'
+               CHECK (state IN ('waiting', 'running', 'succeeded', 'failed', 'cancelled')),
+    heartbeat  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job_id, rank)
+);
+
+REVOKE ALL ON headwater.job, headwater.train_log, headwater.checkpoint, headwater.checkpoint_metric,
+              headwater.rendezvous FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('headwater.rendezvous', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.job', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.train_log', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.checkpoint', '');

@@ -1446,6 +1446,18 @@ buf_of(HwModel *m, int which)
 	return NULL;
 }
 
+float *
+hw_model_device_buffer(HwModel *m, int which)
+{
+	return buf_of(m, which);
+}
+
+HwBackend *
+hw_model_backend(HwModel *m)
+{
+	return m->be;
+}
+
 int
 hw_model_get_tensor(HwModel *m, int which, const char *name, float *dst, int64_t n, HwError *err)
 {

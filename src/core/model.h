@@ -244,6 +244,11 @@ int hw_model_set_tensor(HwModel *m, int which, const char *name, const float *sr
  * which it clears.  Call after reading buffers that must be trusted (the
  * training state does).  Synchronises a device backend. */
 int hw_model_backend_status(HwModel *m, HwError *err);
+/* The flat DEVICE buffer `which` (as above; hw_model_numel floats) and the
+ * backend it lives on, for collectives that work in place on the device
+ * (data-parallel gradients, dp_step.h).  NULL for a bad which. */
+float     *hw_model_device_buffer(HwModel *m, int which);
+HwBackend *hw_model_backend(HwModel *m);
 /* Whole flat buffers (hw_model_numel floats). */
 int hw_model_get_flat(HwModel *m, int which, float *dst);
 int hw_model_set_flat(HwModel *m, int which, const float *src);

@@ -202,6 +202,7 @@ typedef struct Pool
 struct HwSampler
 {
 	bool      is_clone;         /* shares the read-only tables of another sampler */
+	bool      own_shards;       /* a clone for another rank: shard_n/shard_idx are its own */
 	const HwSnapshot *snap;
 	HwTask  **tasks;
 	int       ntasks;
@@ -1531,7 +1532,7 @@ hw_sampler_free(HwSampler *s)
 {
 	if (s == NULL)
 		return;
-	if (s->is_clone)
+	if (s->is_clone && !s->own_shards)
 		goto own;
 	for (int sp = 0; sp < HW_N_SPLITS; sp++)
 	{
@@ -1540,8 +1541,11 @@ hw_sampler_free(HwSampler *s)
 				free(s->shard_idx[sp][t]);
 		free(s->shard_idx[sp]);
 		free(s->shard_n[sp]);
-		free(s->shard[sp]);
+		if (!s->is_clone)
+			free(s->shard[sp]);
 	}
+	if (s->is_clone)
+		goto own;
 	if (s->tinfo)
 		for (int t = 0; t < s->snap->ntables; t++)
 		{
@@ -1895,6 +1899,48 @@ oom:
 	hw_sampler_free(s);
 	hw_error_set(err, HW_ERR_NOMEM, "out of memory cloning the sampler");
 	return NULL;
+}
+
+HwSampler *
+hw_sampler_clone_rank(const HwSampler *base, int rank, int world_size, HwError *err)
+{
+	if (world_size < 1 || rank < 0 || rank >= world_size)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "sampler for rank %d of world_size %d", rank, world_size);
+		return NULL;
+	}
+	HwSampler *s = hw_sampler_clone(base, err);
+
+	if (s == NULL)
+		return NULL;
+	/* until the own arrays exist, free() must not touch the base's */
+	for (int sp = 0; sp < HW_N_SPLITS; sp++)
+	{
+		s->shard_idx[sp] = NULL;
+		s->shard_n[sp] = NULL;
+	}
+	s->own_shards = true;
+	s->cfg.rank = rank;
+	s->cfg.world_size = world_size;
+	for (int sp = 0; sp < HW_N_SPLITS; sp++)
+	{
+		s->shard_idx[sp] = calloc((size_t) s->ntasks, sizeof(uint32_t *));
+		s->shard_n[sp] = calloc((size_t) s->ntasks, sizeof(uint32_t));
+		if (!s->shard_idx[sp] || !s->shard_n[sp])
+		{
+			hw_sampler_free(s);
+			hw_error_set(err, HW_ERR_NOMEM, "out of memory sharding the seeds for rank %d", rank);
+			return NULL;
+		}
+		for (int t = 0; t < s->ntasks; t++)
+			if (hw_task_shard(s->tasks[t], sp, rank, world_size, &s->shard_idx[sp][t], &s->shard_n[sp][t],
+							  err) != HW_OK)
+			{
+				hw_sampler_free(s);
+				return NULL;
+			}
+	}
+	return s;
 }
 
 /* ------------------------------------------------------------------- batches */

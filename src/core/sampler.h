@@ -156,6 +156,12 @@ void hw_sampler_free(HwSampler *s);
  * (train + val prefetch queues).  base must outlive the clone. */
 HwSampler *hw_sampler_clone(const HwSampler *base, HwError *err);
 
+/* A clone (as hw_sampler_clone) that draws rank `rank` of `world_size`'s
+ * shards (seed 001 2c) instead of base's: its batches are those of a
+ * sampler created with that rank and world_size.  Data-parallel training
+ * uses one per rank (and per micro-batch of gradient accumulation). */
+HwSampler *hw_sampler_clone_rank(const HwSampler *base, int rank, int world_size, HwError *err);
+
 /*
  * Batch number `batch_number` of `split` (HwSplit).  *out is a new batch
  * (free with hw_batch_free).  seed_idx (may be NULL) receives the B task

@@ -24,6 +24,8 @@
 
 typedef int (*cuda_count_fn)(void);
 typedef int (*cuda_create_fn)(int device, HwBackend **out, HwError *err);
+typedef int (*hw_cuda_collective_create_fn)(int nranks, HwBackend **bes, double timeout_s,
+											HwCollective **out, HwError *err);
 
 static void *cuda_lib;
 static const char *cuda_unavailable_reason;
@@ -65,17 +67,29 @@ hw_pg_cuda_device_count(const char **why_not)
 HwBackend *
 hw_pg_backend_create(const char *device, int threads, HwJobShared *job)
 {
+	return hw_pg_backend_create_rank(device, threads, 0, job);
+}
+
+HwBackend *
+hw_pg_backend_create_rank(const char *device, int threads, int rank, HwJobShared *job)
+{
 	HwError     err = {0};
 	HwBackend  *be = NULL;
 	const char *why_not = NULL;
+	int         ngpu;
 
-	if (strcmp(device, "cpu") != 0 && hw_pg_cuda_device_count(&why_not) > 0)
+	if (strcmp(device, "cpu") != 0 && (ngpu = hw_pg_cuda_device_count(&why_not)) > 0)
 	{
 		cuda_create_fn create = (cuda_create_fn) dlsym(cuda_lib, "hw_cuda_backend_create");
 
+		if (rank >= ngpu)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rank %d needs GPU %d, but %d GPU(s) are visible to the server", rank, rank, ngpu),
+					 errhint("Ask for at most %d devices, or devices => \"all\".", ngpu)));
 		if (create == NULL)
 			why_not = "headwater_cuda.so has no hw_cuda_backend_create (incomplete build)";
-		else if (create(0, &be, &err) != HW_OK)
+		else if (create(rank, &be, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "starting the CUDA backend");
 		else
 			return be;
@@ -99,4 +113,27 @@ const char *
 hw_pg_backend_name(HwBackend *be)
 {
 	return be->ops->name;
+}
+
+HwCollective *
+hw_pg_collective_create(HwBackend **bes, int nranks, double timeout_s)
+{
+	HwError       err = {0};
+	HwCollective *c = NULL;
+
+	if (strcmp(bes[0]->ops->name, "cpu") == 0)
+		c = hw_coll_local_create(nranks, timeout_s, &err);
+	else
+	{
+		hw_cuda_collective_create_fn create = cuda_lib == NULL ? NULL :
+			(hw_cuda_collective_create_fn) dlsym(cuda_lib, "hw_cuda_collective_create");
+
+		if (create == NULL)
+			hw_error_set(&err, HW_ERR_INVALID, "headwater_cuda.so has no hw_cuda_collective_create (rebuild it)");
+		else
+			(void) create(nranks, bes, timeout_s, &c, &err);
+	}
+	if (c == NULL)
+		hw_pg_raise_core_error(&err, "starting the collective of the ranks");
+	return c;
 }

@@ -70,6 +70,7 @@ typedef struct HwJobShared
 /* Limits of rt_train's arguments (train_options.c; docs/user_guide.md). */
 #define HW_TRAIN_MAX_STEPS   1000000000
 #define HW_TRAIN_MAX_TOKENS  1048576      /* batch_size * seq_len */
+#define HW_TRAIN_MAX_RANKS   64           /* data-parallel ranks (threads or GPUs) */
 
 /* The validated settings of one training job, from rt_train's arguments and
  * options: the calling backend parses them to reject bad values at call
@@ -88,6 +89,13 @@ typedef struct HwTrainSettings
 	int32       threads;            /* as asked; 0 = every CPU (the worker clamps) */
 	double      progress_seconds;
 	double      max_minutes;        /* time budget of the call; 0: none */
+	/* data parallel (docs/distributed.md): ranks x grad_accum micro-batches per step */
+	int32       ranks;              /* options ranks / devices (1) */
+	bool        devices_all;        /* devices: "all": every visible GPU (the worker resolves it) */
+	bool        ranks_given;
+	int32       grad_accum;         /* micro-batches per rank and step (1) */
+	int32       check_every;        /* steps between parameter checksum comparisons (100) */
+	double      rank_timeout;       /* seconds a collective waits for every rank (600) */
 	HwModelConfig   mcfg;           /* preset + overrides, validated */
 	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
 } HwTrainSettings;

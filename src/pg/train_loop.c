@@ -23,6 +23,7 @@
 
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -41,6 +42,9 @@
 #include "hw_device.h"
 #include "metrics.h"
 #include "backend.h"
+#include "collective.h"
+#include "dp_step.h"
+#include "dp_threads.h"
 #include "eta.h"
 #include "model.h"
 #include "prefetch.h"
@@ -393,7 +397,8 @@ log_row(HwJobShared *job, int step, const char *split, double loss, double lr, d
 
 	hw_job_exec_committed(
 		"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, loss, lr, grad_norm, tokens_per_s) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)) "
+		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)), "
+		"h AS (UPDATE headwater.rendezvous SET heartbeat = clock_timestamp() WHERE job_id = $1 AND state = 'running') "
 		"UPDATE headwater.job SET step = $3, updated_at = clock_timestamp(), tokens_per_s = $8, "
 		"loss = CASE WHEN $4 = 'train' THEN $5 ELSE loss END, "
 		"val_metrics = CASE WHEN $4 = 'val' THEN jsonb_build_object('val_loss', $5) ELSE val_metrics END "
@@ -420,11 +425,45 @@ typedef struct TrainResources
 	HwPrefetch *pf;
 	HwBackend  *be;
 	HwModel    *model;
+	/* data parallel (docs/distributed.md): W ranks x A micro-batches; rank
+	 * 0 is be/model above, ranks 1.. replicas; one sampler clone and
+	 * prefetch queue per virtual rank v = r * A + a */
+	int         nranks, nvirt;
+	HwBackend **rbe;            /* [nranks], [0] = be */
+	HwModel   **rmodel;         /* [nranks], [0] = model */
+	HwDpRank  **dp;             /* [nranks] */
+	HwCollective *coll;
+	HwDpThreads *threads;
+	HwSampler **vsampler;       /* [nvirt] */
+	HwPrefetch **vpf;           /* [nvirt] */
+	HwBatch   **inflight;       /* [nvirt] the step's micro-batches, freed after it */
 } TrainResources;
 
 static void
 release_resources(TrainResources *r)
 {
+	/* first the rank threads (a running step is aborted through the
+	 * collective), then what they borrowed */
+	hw_dp_threads_stop(r->threads, "the training worker stopped (error, cancel or shutdown)");
+	for (int v = 0; r->vpf && v < r->nvirt; v++)
+		hw_prefetch_stop(r->vpf[v]);
+	for (int v = 0; r->inflight && v < r->nvirt; v++)
+		hw_batch_free(r->inflight[v]);
+	for (int v = 0; r->vsampler && v < r->nvirt; v++)
+		hw_sampler_free(r->vsampler[v]);
+	for (int k = 0; r->dp && k < r->nranks; k++)
+		hw_dp_rank_free(r->dp[k]);
+	for (int k = 1; r->rmodel && k < r->nranks; k++)
+		hw_model_free(r->rmodel[k]);
+	for (int k = 1; r->rbe && k < r->nranks; k++)
+		hw_backend_destroy(r->rbe[k]);
+	hw_coll_destroy(r->coll);
+	free(r->vpf);
+	free(r->inflight);
+	free(r->vsampler);
+	free(r->dp);
+	free(r->rmodel);
+	free(r->rbe);
 	hw_prefetch_stop(r->pf);            /* first: the producer thread uses the sampler */
 	hw_model_free(r->model);            /* before the backend that holds its memory */
 	hw_backend_destroy(r->be);
@@ -494,6 +533,124 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 	CommitTransactionCommand();
 }
 
+/*
+ * Data parallel (docs/distributed.md): ranks 1..W-1 get their own backend
+ * and a replica of rank 0's model made from its serialized state (the same
+ * parameters, moments, step and RNG, also when resuming); one collective;
+ * one thread per rank (dp_threads.h: they never call PostgreSQL); one
+ * sampler clone and prefetch queue per virtual rank v = r * A + a, drawing
+ * shard v of V = W * A (seed 001 2c), so 1 rank with grad_accum A trains
+ * on the batches W = A ranks would.  The base sampler (rank 0 of 1) stays
+ * for validation.
+ */
+static void
+start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *model, HwBackend *be,
+			HwSampler *sampler, int32_t ncols, uint32_t ncat, int W, int A, int rank_threads, uint64 position)
+{
+	HwError     err = {0};
+	uint8_t    *blob = NULL;
+	size_t      len = 0;
+	int         V = W * A;
+
+	r->nranks = W;
+	r->nvirt = V;
+	r->rbe = calloc(W, sizeof(HwBackend *));
+	r->rmodel = calloc(W, sizeof(HwModel *));
+	r->dp = calloc(W, sizeof(HwDpRank *));
+	r->vsampler = calloc(V, sizeof(HwSampler *));
+	r->vpf = calloc(V, sizeof(HwPrefetch *));
+	r->inflight = calloc(V, sizeof(HwBatch *));
+	if (!r->rbe || !r->rmodel || !r->dp || !r->vsampler || !r->vpf || !r->inflight)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory starting %d ranks", W)));
+	r->rbe[0] = be;
+	r->rmodel[0] = model;
+	if (W > 1)
+	{
+		uint8_t    *mblob = NULL;
+
+		if (hw_model_state_serialize(model, &mblob, &len, &err) != HW_OK)
+			hw_pg_raise_core_error(&err, "copying the model to the other ranks");
+		/* palloc: not lost on an ERROR below (the worker ends with the job) */
+		blob = palloc(Max(len, 1));
+		memcpy(blob, mblob, len);
+		free(mblob);
+		for (int k = 1; k < W; k++)
+		{
+			const HwModelConfig *mc = hw_model_config(model);
+			HwModelConfig *rc;
+
+			r->rbe[k] = hw_pg_backend_create_rank(st->s.device, rank_threads, k, job);
+			if (strcmp(hw_pg_backend_name(r->rbe[k]), hw_pg_backend_name(be)) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("rank %d runs on %s, rank 0 on %s", k, hw_pg_backend_name(r->rbe[k]),
+								hw_pg_backend_name(be)),
+						 errhint("All ranks must use one kind of device.")));
+			r->rmodel[k] = hw_model_state_deserialize(blob, len, r->col_emb, ncols, r->cat_emb, (int32_t) ncat,
+														r->rbe[k], &err);
+			if (r->rmodel[k] == NULL)
+				hw_pg_raise_core_error(&err, psprintf("creating the model of rank %d", k));
+			/* the schedule state rank 0 has (hw_lr_schedule_extend ran on it) */
+			rc = (HwModelConfig *) hw_model_config(r->rmodel[k]);
+			*rc = *mc;
+		}
+		pfree(blob);
+		r->coll = hw_pg_collective_create(r->rbe, W, st->s.rank_timeout);
+	}
+	for (int k = 0; k < W; k++)
+		if ((r->dp[k] = hw_dp_rank_create(r->rmodel[k], r->coll, k, A, &err)) == NULL)
+			hw_pg_raise_core_error(&err, psprintf("starting rank %d", k));
+	for (int v = 0; v < V; v++)
+	{
+		if ((r->vsampler[v] = hw_sampler_clone_rank(sampler, v, V, &err)) == NULL)
+			hw_pg_raise_core_error(&err, psprintf("creating the sampler of rank %d", v));
+		if ((r->vpf[v] = hw_prefetch_start(r->vsampler[v], HW_SPLIT_TRAIN, position, 2, &err)) == NULL)
+			hw_pg_raise_core_error(&err, "starting the batch prefetcher");
+	}
+	if ((r->threads = hw_dp_threads_start(r->dp, W, r->coll, &err)) == NULL)
+		hw_pg_raise_core_error(&err, "starting the rank threads");
+	if (W > 1)
+	{
+		/* one row per rank (headwater.rendezvous); the job's end sets their state */
+		char        host[256] = "localhost";
+		Oid         argtypes[4] = {INT8OID, INT4OID, TEXTOID, TEXTOID};
+		Datum       values[4] = {Int64GetDatum(job->job_id), Int32GetDatum(W), (Datum) 0,
+								 CStringGetTextDatum(hw_pg_backend_name(be))};
+
+		(void) gethostname(host, sizeof(host) - 1);
+		values[2] = CStringGetTextDatum(host);
+		hw_job_exec_committed("INSERT INTO headwater.rendezvous (job_id, rank, host, device, state) "
+							  "SELECT $1, r, $3, CASE WHEN $4 = 'cpu' THEN 'cpu' ELSE $4 || ':' || r END, 'running' "
+							  "FROM generate_series(0, $2 - 1) r",
+							  4, argtypes, values, NULL);
+	}
+}
+
+/* One data-parallel step: the V micro-batches from the queues, the ranks
+ * run it while this thread serves interrupts; *res is rank 0's result. */
+static int
+dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *res, uint64 *checksum, HwError *err)
+{
+	int rc = HW_OK;
+
+	for (int v = 0; v < r->nvirt; v++)
+		if (hw_prefetch_next(r->vpf[v], &r->inflight[v], NULL, NULL, err) != HW_OK)
+			hw_pg_raise_core_error(err, psprintf("sampling a training batch of rank %d", v));
+	/* runtime schedule state (max_minutes) as rank 0 has it */
+	for (int k = 1; k < r->nranks; k++)
+		((HwModelConfig *) hw_model_config(r->rmodel[k]))->sched_min_t = mc0->sched_min_t;
+	if (hw_dp_threads_post(r->threads, r->inflight, check, err) != HW_OK)
+		hw_pg_raise_core_error(err, "starting a data-parallel step");
+	while (!hw_dp_threads_wait(r->threads, 0.1, res, &rc, checksum, err))
+		CHECK_FOR_INTERRUPTS();
+	for (int v = 0; v < r->nvirt; v++)
+	{
+		hw_batch_free(r->inflight[v]);
+		r->inflight[v] = NULL;
+	}
+	return rc;
+}
+
 static const char *
 train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 {
@@ -546,7 +703,25 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	HwSampler  *sampler = res->sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
 	if (sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
-	HwBackend  *be = res->be = hw_pg_backend_create(st.s.device, st.threads, job);
+	/* data parallel: W ranks; 'all' devices = every visible GPU (1 on the CPU) */
+	int         W = st.s.ranks, A = st.s.grad_accum;
+	int         rank_threads = st.threads;
+
+	if (st.s.devices_all)
+	{
+		const char *why_not = NULL;
+
+		W = strcmp(st.s.device, "cpu") == 0 ? 0 : hw_pg_cuda_device_count(&why_not);
+		W = Max(1, Min(W, HW_TRAIN_MAX_RANKS));
+	}
+	if (W > 1)
+	{
+		/* split the CPUs between the ranks' OpenMP teams (at least 1 each) */
+		int ncpu = st.threads > 0 ? st.threads : hw_train_clamp_threads(1 << 20);
+
+		rank_threads = Max(1, ncpu / W);
+	}
+	HwBackend  *be = res->be = hw_pg_backend_create_rank(st.s.device, rank_threads, 0, job);
 	HwModel    *model;
 	if (state_blob != NULL)
 	{
@@ -570,6 +745,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	}
 	const HwModelConfig *mc = hw_model_config(model);
 	int64       step = hw_model_step(model);
+	int         V = W * A;
+	bool        dp = V > 1;
+
+	if (dp)
+		start_ranks(res, &st, job, model, be, sampler, ncols, ncat, W, A, rank_threads,
+					state_blob ? resume.sampler_position : 0);
 	uint64_t    position = state_blob ? resume.sampler_position : 0;
 	double      best_val = state_blob ? resume.best_val : INFINITY;
 	int64       last_ckpt = state_blob ? resume.checkpoint_id : -1;
@@ -596,9 +777,9 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	{
 		char msg[512];
 		snprintf(msg, sizeof(msg), "training model \"%s\" on %s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
-				 "%d task(s), %s at step %lld",
+				 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
 				 st.model_name, hw_pg_backend_name(be), st.s.preset, mc->d_model, mc->n_layers, mc->n_heads,
-				 mc->batch_size, mc->seq_len, ntasks, state_blob ? "resuming" : "starting", (long long) step);
+				 mc->batch_size, mc->seq_len, ntasks, W, A, state_blob ? "resuming" : "starting", (long long) step);
 		SpinLockAcquire(&job->mutex);
 		strlcpy(job->message, msg, sizeof(job->message));
 		job->start_step = (int32) step;
@@ -612,13 +793,16 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	HwSampler  *val_sampler = res->val_sampler = hw_sampler_clone(sampler, &err);
 	if (val_sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the validation sampler");
-	HwPrefetch *pf = res->pf = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, position, 3, &err);
-	if (pf == NULL)
+	/* one rank: one queue on the sampler; data parallel: start_ranks made one per virtual rank */
+	HwPrefetch *pf = NULL;
+	if (!dp && (pf = res->pf = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, position, 3, &err)) == NULL)
 		hw_pg_raise_core_error(&err, "starting the batch prefetcher");
+	uint64      checksum = 0;
+	bool        checked = false;
 
 	double      t0 = now_seconds(), t_window = t0;
 	int64       window_steps = 0;
-	double      tokens_per_step = (double) mc->batch_size * mc->seq_len;
+	double      tokens_per_step = (double) mc->batch_size * mc->seq_len * V;
 	double      tps = 0, last_loss = NAN, last_val = NAN;
 	const char *final_state = "succeeded";
 	bool        terminated = false;
@@ -635,6 +819,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	int64       budget_from = step;
 	bool        out_of_time = false;
 	HwModelConfig *mcw = (HwModelConfig *) mc;
+
+	TrainResources *tr = res;      /* the loop's `res` is the step result */
 
 	while (step < job->steps_target)
 	{
@@ -653,10 +839,24 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 
 			mcw->sched_min_t = budget_from + frac * (double) (job->steps_target - budget_from);
 		}
-		if (hw_prefetch_next(pf, &batch, NULL, NULL, &err) != HW_OK)
-			hw_pg_raise_core_error(&err, "sampling a training batch");
-		int rc = hw_model_train_step(model, batch, &res, &err);
-		hw_batch_free(batch);
+		int rc;
+		if (!dp)
+		{
+			if (hw_prefetch_next(pf, &batch, NULL, NULL, &err) != HW_OK)
+				hw_pg_raise_core_error(&err, "sampling a training batch");
+			rc = hw_model_train_step(model, batch, &res, &err);
+			hw_batch_free(batch);
+		}
+		else
+		{
+			/* every rank's parameters are compared at the first step, every
+			 * check_every steps and at the last one */
+			bool check = step == job->start_step || (step + 1) % st.s.check_every == 0 ||
+				step + 1 == job->steps_target;
+
+			rc = dp_step(tr, mcw, check, &res, &checksum, &err);
+			checked |= check && rc == HW_OK;
+		}
 		position++;
 		if (rc != HW_OK)
 			hw_pg_raise_core_error(&err, psprintf("training step %lld", (long long) step + 1));
@@ -729,6 +929,9 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	}
 	hw_prefetch_stop(pf);
 	res->pf = NULL;
+	/* the ranks are idle between steps; stop them before the final checkpoint */
+	hw_dp_threads_stop(res->threads, NULL);
+	res->threads = NULL;
 
 	/* Asked to stop (not terminated): checkpoint what we have. */
 	if (strcmp(final_state, "cancelled") == 0 && !terminated && step > 0)
@@ -747,6 +950,9 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 					 tps, wall, (long long) last_ckpt,
 					 out_of_time ? "max_minutes" : strcmp(final_state, "cancelled") == 0 ? "cancel" : "steps");
 	escape_json(result, hw_pg_backend_name(be));
+	appendStringInfo(result, ", \"ranks\": %d, \"grad_accum\": %d", W, A);
+	if (checked)
+		appendStringInfo(result, ", \"param_checksum\": \"%016llx\"", (unsigned long long) checksum);
 	appendStringInfoString(result, ", \"preset\": ");
 	escape_json(result, st.s.preset);
 	if (!terminated)

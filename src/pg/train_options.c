@@ -17,6 +17,7 @@
 
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
+#include "nodes/pg_list.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
@@ -31,7 +32,9 @@ typedef enum OptKind
 	OPT_INT,         /* an integral number in [min, max] */
 	OPT_NUM,         /* a number in [min, max] ((min, max] when min_exclusive) */
 	OPT_WEIGHTS,     /* {"task": number in [min, max], ...} */
-	OPT_SAMPLING     /* "recent" | "uniform" (hw_child_sampling_from_name) */
+	OPT_SAMPLING,    /* "recent" | "uniform" (hw_child_sampling_from_name) */
+	OPT_DEVICES,     /* "all" (-1) or an integral number in [min, max] */
+	OPT_HOSTS        /* an array of [min, max] host names (strings of 1..255 bytes, distinct) */
 } OptKind;
 
 typedef struct OptSpec
@@ -74,6 +77,18 @@ static const OptSpec opt_specs[] = {
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
 	{"max_minutes", OPT_NUM, 0, 1000000, true,
 	 "a time budget: training stops with a checkpoint when it is used up, and the learning rate follows it"},
+	{"ranks", OPT_INT, 1, HW_TRAIN_MAX_RANKS, false,
+	 "data-parallel ranks: threads of the CPU backend on the CPU, one GPU each on CUDA (docs/distributed.md)"},
+	{"devices", OPT_DEVICES, 1, HW_TRAIN_MAX_RANKS, false,
+	 "GPUs to train on, one rank each; \"all\": every visible GPU (1 rank on the CPU)"},
+	{"grad_accum", OPT_INT, 1, 1024, false,
+	 "micro-batches per rank and step, gradients summed before the update: "
+	 "1 rank with grad_accum n trains like n ranks"},
+	{"check_every", OPT_INT, 1, I32MAX, false, "steps between comparisons of the ranks' parameter checksums"},
+	{"rank_timeout", OPT_NUM, 0, 86400, true,
+	 "seconds a rank waits for the others at a gradient exchange before the job fails"},
+	{"hosts", OPT_HOSTS, 1, HW_TRAIN_MAX_RANKS, false,
+	 "the PostgreSQL servers to train on, this one first (training across hosts: docs/distributed.md)"},
 	{NULL}
 };
 
@@ -107,6 +122,12 @@ opt_hint(const OptSpec *o)
 		case OPT_SAMPLING:
 			return psprintf("%s must be \"recent\" (the most recent children first, then older ones drawn) "
 							"or \"uniform\" (%s).", o->key, o->what);
+		case OPT_DEVICES:
+			return psprintf("%s must be \"all\" or an integer from %s to %s (%s).", o->key, fmt_num(o->min),
+							fmt_num(o->max), o->what);
+		case OPT_HOSTS:
+			return psprintf("%s must be an array of %s to %s distinct host names, non-empty strings of at most "
+							"255 bytes (%s).", o->key, fmt_num(o->min), fmt_num(o->max), o->what);
 		case OPT_WEIGHTS:
 			return psprintf("%s must be an object {\"task\": weight} of the tasks being trained, weights "
 							"from %s to %s (relative shares of the batches; absent tasks weigh 1).",
@@ -193,6 +214,42 @@ check_value(const OptSpec *o, const JsonbValue *v)
 			if (!json_number(v, &x) || !in_range(o, x))
 				bad_value(o, v);
 			return x;
+		case OPT_DEVICES:
+			if (v->type == jbvString && v->val.string.len == 3 && strncmp(v->val.string.val, "all", 3) == 0)
+				return -1;
+			if (!json_number(v, &x) || x != floor(x) || !in_range(o, x))
+				bad_value(o, v);
+			return x;
+		case OPT_HOSTS:
+			{
+				JsonbIterator *it;
+				JsonbValue  e;
+				JsonbIteratorToken tok;
+				List       *seen = NIL;
+
+				if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+					bad_value(o, v);
+				it = JsonbIteratorInit(v->val.binary.data);
+				while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+				{
+					ListCell   *lc;
+					char       *h;
+
+					if (tok != WJB_ELEM)
+						continue;
+					if (e.type != jbvString || e.val.string.len < 1 || e.val.string.len > 255 ||
+						list_length(seen) >= (int) o->max)
+						bad_value(o, v);
+					h = pnstrdup(e.val.string.val, e.val.string.len);
+					foreach(lc, seen)
+						if (strcmp((char *) lfirst(lc), h) == 0)
+							bad_value(o, v);
+					seen = lappend(seen, h);
+				}
+				if (list_length(seen) < (int) o->min)
+					bad_value(o, v);
+				return list_length(seen);
+			}
 		case OPT_SAMPLING:
 			{
 				int         c = v->type == jbvString
@@ -278,6 +335,10 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 	st->val_rows = 512;
 	st->checkpoint_every = Max(10, Min(500, steps / 5));
 	st->progress_seconds = 2;
+	st->ranks = 1;
+	st->grad_accum = 1;
+	st->check_every = 100;
+	st->rank_timeout = 600;
 	hw_sampler_config_default(&st->scfg);
 
 	if (options != NULL)
@@ -336,6 +397,30 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->max_minutes = x;
 			else if (strcmp(key, "threads") == 0)
 				st->threads = (int32) x;
+			else if (strcmp(key, "ranks") == 0 || strcmp(key, "devices") == 0)
+			{
+				if (st->ranks_given)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("rt_train options \"ranks\" and \"devices\" are the same setting"),
+							 errhint("Give one of them: devices (\"all\" or a number) for GPUs, ranks for CPU threads.")));
+				st->ranks_given = true;
+				st->devices_all = x < 0;
+				st->ranks = x < 0 ? 1 : (int32) x;
+			}
+			else if (strcmp(key, "grad_accum") == 0)
+				st->grad_accum = (int32) x;
+			else if (strcmp(key, "check_every") == 0)
+				st->check_every = (int32) x;
+			else if (strcmp(key, "rank_timeout") == 0)
+				st->rank_timeout = x;
+			else if (strcmp(key, "hosts") == 0 && x > 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("training across %d hosts is not available yet", (int) x),
+						 errhint("Train on one server (hosts with one entry, or no hosts option), with ranks or devices "
+								 "for several CPU ranks or GPUs; docs/distributed.md describes the design for several "
+								 "machines and what of it exists.")));
 			else if (strcmp(key, "max_rows") == 0)
 				st->scfg.max_rows = (int32) x;
 			else if (strcmp(key, "child_width") == 0)
@@ -422,7 +507,11 @@ size_pretty(int64 bytes)
 void
 hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat)
 {
+	/* one model replica per rank (data parallel on the CPU) */
 	int64       need = hw_model_memory_bytes(&st->mcfg, Max(ncols, 1), Max(ncat, 0));
+
+	if (need > 0)
+		need *= Max(1, st->ranks);
 	int64       have = server_memory_bytes();
 	/* the rest is for the server itself, the sampler and everyone else */
 	int64       budget = have / 4 * 3;
@@ -431,11 +520,11 @@ hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat)
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("rt_train options need %s of memory for the model (batch_size %d, seq_len %d, d_model %d, n_layers %d), "
-					"more than 3/4 of this server's %s",
+			 errmsg("rt_train options need %s of memory for the model (batch_size %d, seq_len %d, d_model %d, n_layers %d, "
+					"%d rank(s)), more than 3/4 of this server's %s",
 					need < 0 ? "an unknown amount" : size_pretty(need), st->mcfg.batch_size, st->mcfg.seq_len,
-					st->mcfg.d_model, st->mcfg.n_layers, size_pretty(have)),
-			 errhint("Lower batch_size, seq_len, d_model or n_layers, or use a smaller preset.")));
+					st->mcfg.d_model, st->mcfg.n_layers, Max(1, st->ranks), size_pretty(have)),
+			 errhint("Lower batch_size, seq_len, d_model, n_layers or ranks, or use a smaller preset.")));
 }
 
 int

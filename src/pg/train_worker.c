@@ -115,7 +115,10 @@ finish_job(HwJobShared *job, const char *state, const char *error, const char *r
 	values[2] = error ? CStringGetTextDatum(error) : (Datum) 0;
 	values[3] = result ? CStringGetTextDatum(result) : (Datum) 0;
 	values[4] = Int32GetDatum(job->step);
-	hw_job_exec_committed("UPDATE headwater.job SET state = $2, error = $3, result = $4::jsonb, "
+	/* the job's ranks (headwater.rendezvous, data parallel) end with it */
+	hw_job_exec_committed("WITH r AS (UPDATE headwater.rendezvous SET state = $2, heartbeat = clock_timestamp() "
+						  "           WHERE job_id = $1 AND state IN ('waiting', 'running')) "
+						  "UPDATE headwater.job SET state = $2, error = $3, result = $4::jsonb, "
 						  "step = $5, finished_at = clock_timestamp(), updated_at = clock_timestamp() "
 						  "WHERE job_id = $1",
 						  5, argtypes, values, nulls);
