@@ -1359,6 +1359,11 @@ static void
 gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W, float beta,
 			float *C, int ldc)
 {
+	if (m->be->ops->gemm_rows_batched)
+	{
+		m->be->ops->gemm_rows_batched(m->be, nb, rows, N, K, A, lda, W, beta, C, ldc);
+		return;
+	}
 	for (int b = 0; b < nb; b++)
 		m->be->ops->gemm(m->be, false, true, rows, N, K, 1.0f, A + (size_t) b * rows * lda, lda, W, K, beta,
 						 C + (size_t) b * rows * ldc, ldc);
