@@ -92,7 +92,7 @@ SELECT count(*) AS rows FROM t51_preds;
 
 -- 4. cancel during rt_predict_into: the whole call is one transaction, so
 -- the target keeps exactly the rows it had (a big query, cancelled by a
--- statement timeout after its first batches)
+-- statement timeout part-way)
 SET client_min_messages = warning;
 SET statement_timeout = '1500ms';
 SELECT rt_predict_into('status51', 'SELECT order_id FROM t51_ids, generate_series(1, 400)', 't51_preds', batch_rows => 100);
