@@ -6,8 +6,8 @@
 #
 # Prints, for the cell task orders.status:
 #   - rt_predict, one row: p50/p99 latency over 200 calls in one session;
-#   - rt_predict_batch and rt_predict_table of batch_rows rows: rows/s;
-#   - rt_predict_into of batch_rows rows: rows/s;
+#   - rt_predict_batch of batch_rows rows: rows/s;
+#   - rt_predict_table and rt_predict_into of batch_rows / 5 rows: rows/s;
 #   - pgbench with rt_predict of a random order at 1, 8 and 32 clients for
 #     pgbench_seconds each: transactions/s, latency p50/p99, first-call
 #     latency (model load) and backend RSS after the first call and at the
@@ -76,13 +76,13 @@ SELECT format('rt_predict_batch, preset $preset: %s rows in %s s = %s rows/s', :
               round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
               round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
 SELECT clock_timestamp() AS t0 \gset
-SELECT count(*) AS n FROM rt_predict_table('order_status', 'SELECT order_id FROM bench_ids') \gset
+SELECT count(*) AS n FROM rt_predict_table('order_status', 'SELECT order_id FROM bench_ids LIMIT $nrows / 5') \gset
 SELECT format('rt_predict_table, preset $preset: %s rows in %s s = %s rows/s', :n,
               round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
               round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
 CREATE TABLE bench_preds (row_id text, obs_time timestamptz, prediction float8, label text, p_null float8, detail jsonb);
 SELECT clock_timestamp() AS t0 \gset
-SELECT rt_predict_into('order_status', 'SELECT order_id FROM bench_ids', 'bench_preds') AS n \gset
+SELECT rt_predict_into('order_status', 'SELECT order_id FROM bench_ids LIMIT $nrows / 5', 'bench_preds') AS n \gset
 SELECT format('rt_predict_into, preset $preset: %s rows in %s s = %s rows/s', :n,
               round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
               round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
