@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# bench/serving.sh: rt_predict latency (p50/p99, one row) and rt_predict_batch
-# rows/s, plus the training worker's throughput, on the demo shop database.
+# bench/serving.sh: prediction speed on the demo shop database.
 #
-#   bench/serving.sh [preset] [scale]      default: small 2000
+#   bench/serving.sh [preset] [scale] [pgbench_seconds] [batch_rows]
+#                    default: small 2000 60 10000
 #
-# Uses the server in PGHOST/PGPORT when set, else starts a throwaway cluster.
-# The model is trained for a few steps only: speed does not depend on how well
-# it is trained.  Prints figures; never decides pass/fail.
+# Prints, for the cell task orders.status:
+#   - rt_predict, one row: p50/p99 latency over 200 calls in one session;
+#   - rt_predict_batch of batch_rows rows: rows/s;
+#   - rt_predict_table and rt_predict_into of batch_rows / 5 rows: rows/s;
+#   - pgbench with rt_predict of a random order at 1, 8 and 32 clients for
+#     pgbench_seconds each: transactions/s, latency p50/p99, first-call
+#     latency (model load) and backend RSS after the first call and at the
+#     end (growth = what a session keeps);
+#   - the training worker's tokens/s (30 steps) as before.
+# The model is trained for a few steps only: speed does not depend on how
+# well it is trained.  Uses the server in PGHOST/PGPORT when set, else starts
+# a throwaway cluster.  Prints figures; never decides pass/fail.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$HW_ROOT"
 preset=${1:-small}
 scale=${2:-2000}
+secs=${3:-60}
+nrows=${4:-10000}
 
 if [ -z "${PGHOST:-}" ]; then
 	tmp=$(mktemp -d /tmp/headwater_bench.XXXXXX)
@@ -27,6 +38,7 @@ q -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
   -c "SELECT rt_demo_shop('shop', $scale)" -c "SELECT rt_create_model('shop', 'shop')" \
   -c "SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status')" >/dev/null
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset (AVX-512 kernels where the CPU has them)}"
 
 # Training inside the worker: tokens/s as the worker measures it (the rate
 # over the last second of steps), to compare with bench/bin/train_step.
@@ -35,8 +47,15 @@ echo "worker, preset $preset, 30 steps: $res"
 
 q <<SQL
 SET client_min_messages = warning;
--- warm the per-session model cache
-SELECT rt_predict('order_status', 1) IS NOT NULL OR true AS warm \gset
+-- the rows to predict: nrows orders (repeated when the shop has fewer)
+CREATE TABLE bench_ids AS
+  SELECT order_id FROM (SELECT order_id FROM shop.orders ORDER BY order_id) o, generate_series(1, 1 + $nrows / (SELECT count(*) FROM shop.orders)::int) g
+  LIMIT $nrows;
+-- first call of a session: loads the model
+SELECT clock_timestamp() AS t0 \gset
+SELECT rt_predict('order_status', 1) IS NULL AS warm \gset
+SELECT format('first rt_predict of a session (model load), preset $preset: %s ms',
+              round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric * 1000));
 CREATE TEMP TABLE lat (ms float8);
 DO \$\$
 DECLARE t0 timestamptz; ids int[];
@@ -52,9 +71,64 @@ SELECT format('rt_predict, one row, preset $preset: p50 %s ms, p99 %s ms over %s
               round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
               round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2), count(*)) FROM lat;
 SELECT clock_timestamp() AS t0 \gset
-SELECT count(*) AS n FROM rt_predict_batch('order_status', (SELECT array_agg(order_id) FROM (SELECT order_id FROM shop.orders ORDER BY order_id LIMIT 4000) s)) \gset
+SELECT count(*) AS n FROM rt_predict_batch('order_status', (SELECT array_agg(order_id) FROM bench_ids)) \gset
 SELECT format('rt_predict_batch, preset $preset: %s rows in %s s = %s rows/s', :n,
               round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
               round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
+SELECT clock_timestamp() AS t0 \gset
+SELECT count(*) AS n FROM rt_predict_table('order_status', 'SELECT order_id FROM bench_ids LIMIT $nrows / 5') \gset
+SELECT format('rt_predict_table, preset $preset: %s rows in %s s = %s rows/s', :n,
+              round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
+              round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
+CREATE TABLE bench_preds (row_id text, obs_time timestamptz, prediction float8, label text, p_null float8, detail jsonb);
+SELECT clock_timestamp() AS t0 \gset
+SELECT rt_predict_into('order_status', 'SELECT order_id FROM bench_ids LIMIT $nrows / 5', 'bench_preds') AS n \gset
+SELECT format('rt_predict_into, preset $preset: %s rows in %s s = %s rows/s', :n,
+              round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
+              round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
 SQL
+
+# pgbench: one rt_predict of a random order per transaction
+norders=$(q -c "SELECT count(*) FROM shop.orders")
+script=$(mktemp /tmp/hw_bench_pgbench.XXXXXX.sql)
+logdir=$(mktemp -d /tmp/hw_bench_pglog.XXXXXX)
+chmod 755 "$logdir"
+printf '\\set id random(1, %s)\nSELECT rt_predict('"'"'order_status'"'"', :id);\n' "$norders" > "$script"
+rss_of_bench() {   # sum and max RSS (kB) of the pgbench sessions' backends
+	local pids
+	pids=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench'")
+	local sum=0 max=0 n=0
+	for p in $pids; do
+		local r
+		r=$(awk '/VmRSS/ {print $2}' /proc/"$p"/status 2>/dev/null || echo 0)
+		[ -n "$r" ] || r=0
+		sum=$((sum + r)); n=$((n + 1)); [ "$r" -gt "$max" ] && max=$r
+	done
+	echo "$n $sum $max"
+}
+for c in 1 8 32; do
+	rm -f "$logdir"/*
+	(cd "$logdir" && pgbench -n -d "$db" -c "$c" -j "$c" -T "$secs" -f "$script" -l --log-prefix=pb \
+		> "$logdir/out.txt" 2>&1) &
+	pb=$!
+	sleep $(( secs < 20 ? 3 : 10 ))
+	read -r n0 s0 m0 < <(rss_of_bench)
+	sleep $(( secs < 20 ? secs - 5 : secs - 13 ))
+	read -r n1 s1 m1 < <(rss_of_bench)
+	wait "$pb"
+	tps=$(awk '/^tps/ {print $3; exit}' "$logdir/out.txt")
+	# per-transaction log: client id, tx no, latency µs, ...; the first
+	# transaction of each client includes the model load
+	cat "$logdir"/pb* | awk '{print $1, $3}' | sort -n -k1,1 -s > "$logdir/lat.txt"
+	# first transaction per client (model load) apart from the rest
+	awk '!($1 in seen) { seen[$1] = 1; print $2 > "'"$logdir"'/first.txt"; next } { print $2 }' "$logdir/lat.txt" \
+		| sort -n > "$logdir/rest.txt"
+	sort -n "$logdir/first.txt" -o "$logdir/first.txt"
+	pct() { awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p) + 1; if (i > NR) i = NR; printf "%.2f", v[i] / 1000 }' "$1"; }
+	stats="p50 $(pct "$logdir/rest.txt" 0.50) ms, p99 $(pct "$logdir/rest.txt" 0.99) ms over $(wc -l < "$logdir/rest.txt") transactions; first call per session: median $(pct "$logdir/first.txt" 0.5) ms, max $(pct "$logdir/first.txt" 1) ms"
+	echo "pgbench rt_predict, preset $preset, $c clients, ${secs}s: $tps tps; $stats;" \
+		"backend RSS ($n0 sessions): $((s0 / 1024)) MB total / $((m0 / 1024)) MB max after warm-up," \
+		"$((s1 / 1024)) MB / $((m1 / 1024)) MB near the end"
+done
+rm -rf "$logdir" "$script"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -37,6 +37,22 @@ AS 'MODULE_PATHNAME', 'rt_predict_batch' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_predict_batch(text, anyarray, timestamptz, bigint) IS
 'predict many rows in one pass (rows in the order given)';
 
+-- Whole tables.  query: one SELECT run as the caller, returning the key
+-- columns of the task's anchor table in primary key order (or one ROW/array
+-- column) and optionally a timestamptz column obs_time (NULL: whole snapshot).
+CREATE FUNCTION rt_predict_table(task text, query text, checkpoint bigint DEFAULT NULL)
+RETURNS TABLE (row_id text, obs_time timestamptz, prediction float8, label text, p_null float8, detail jsonb)
+AS 'MODULE_PATHNAME', 'rt_predict_table' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION rt_predict_table(text, text, bigint) IS
+'predict every row a query returns (key columns, optional obs_time), one result row per query row, in query order';
+
+CREATE FUNCTION rt_predict_into(task text, query text, target_table regclass, batch_rows integer DEFAULT 1000,
+                                checkpoint bigint DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'rt_predict_into' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION rt_predict_into(text, text, regclass, integer, bigint) IS
+'predict every row a query returns and INSERT the results into an existing table (columns row_id and any of obs_time, prediction, label, p_null, detail) in batches with a NOTICE each; returns the rows written; one transaction';
+
 CREATE FUNCTION rt_evaluate(task text, split text DEFAULT 'test', checkpoint bigint DEFAULT NULL)
 RETURNS TABLE (metric text, model float8, baseline float8, n_rows bigint)
 AS 'MODULE_PATHNAME', 'rt_evaluate' LANGUAGE C VOLATILE;

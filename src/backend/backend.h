@@ -209,7 +209,7 @@ typedef struct HwBackendOps
 	void (*muon_momentum)(HwBackend *be, float *u, float *buf, const float *grad, size_t n,
 						  float gscale, float mu);
 
-	/* ---- optional entries (NULL = not provided; the CPU backend has none) ---- */
+	/* ---- optional entries (NULL = not provided) ---- */
 	/* Can this backend run a model of these shapes (max batch B, max seq_len
 	 * S, d_model D, n_heads H, d_ff F)?  HW_OK, or HW_ERR_INVALID with what
 	 * to change (e.g. the CUDA attention kernels take head sizes D/H of 16,
@@ -223,6 +223,15 @@ typedef struct HwBackendOps
 	 * first error (HW_OK if none) with its message and clears it; the model
 	 * reports it in place of its own symptom ("loss is NaN"). */
 	int (*last_error)(HwBackend *be, HwError *err);
+	/* Inference GEMMs, nb independent products of one shape (the CPU backend
+	 * provides it): for i < nb, C_i[M,N] (=, or beta*C_i +) A_i[M,K] @ W[N,K]^T
+	 * with A_i = A + i*M*lda, C_i = C + i*M*ldc.  Each product is computed
+	 * like a lone call of that shape (on the CPU: one single-threaded sgemm,
+	 * the nb products shared by the team), so a product's bits depend only
+	 * on its own operands, never on nb or the thread count.  NULL: the model
+	 * issues nb gemm calls instead. */
+	void (*gemm_rows_batched)(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
+							  const float *W, float beta, float *C, int ldc);
 } HwBackendOps;
 
 struct HwBackend

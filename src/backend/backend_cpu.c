@@ -190,6 +190,20 @@ cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha,
 	}
 }
 
+/* backend.h gemm_rows_batched: one single-threaded sgemm per product,
+ * products shared by the team (so a product never depends on nb). */
+static void
+cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
+					  const float *W, float beta, float *C, int ldc)
+{
+	if (nb <= 0 || M <= 0 || N <= 0 || K <= 0)
+		return;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads(be)) if (nb > 1)
+	for (int i = 0; i < nb; i++)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A + (size_t) i * M * lda, lda,
+					W, K, beta, C + (size_t) i * M * ldc, ldc);
+}
+
 /* ---------------------------------------------------------------- utilities */
 
 SIMD_CLONES static void
@@ -903,6 +917,7 @@ static const HwBackendOps cpu_ops = {
 	.memset = cpu_memset,
 	.synchronize = cpu_sync,
 	.gemm = cpu_gemm,
+	.gemm_rows_batched = cpu_gemm_rows_batched,
 	.add_bias = cpu_add_bias,
 	.bias_backward = cpu_bias_backward,
 	.axpby = cpu_axpby,

@@ -218,6 +218,14 @@ void           hw_predictions_free(HwPredictions *p);
  * per-sequence predictions. */
 int hw_model_eval(HwModel *m, const HwBatch *batch, float *loss, HwPredictions *pred, HwError *err);
 
+/* Inference (serving): the same arithmetic per sequence as hw_model_eval's
+ * forward, with no tape, no loss and the work after the last attention
+ * sublayer done on the B target cells only.  A sequence's predictions are
+ * bit-identical whatever the other sequences of the batch and the thread
+ * count.  pred sized >= B, K; pred->loss is zeroed.  The batch's targets
+ * are not read (a categorical target id need only lie inside its block). */
+int hw_model_predict(HwModel *m, const HwBatch *batch, HwPredictions *pred, HwError *err);
+
 /* Lower level (tests, the PyTorch fixture): forward + backward leaving the
  * gradients in the grad buffer, no update; then the update alone. */
 int hw_model_forward_backward(HwModel *m, const HwBatch *batch, float *loss, HwError *err);

@@ -34,6 +34,10 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "executor/spi.h"
+#include "utils/acl.h"
+#include "utils/memutils.h"
+#include "utils/portal.h"
 #include "utils/json.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -150,6 +154,9 @@ key_part_text(Datum v, Oid type, const HwTable *tab, const HwServingKey *pk, int
 	return result;
 }
 
+static void key_text_parts(HwServing *s, int t, const char *task, const char *what, Datum *parts,
+						   Oid *types, bool *nulls, int n, StringInfo buf, char **display);
+
 /*
  * Canonical key text (snapshot.h: the key columns' text outputs joined by
  * 0x1f) of a row id of task t's anchor table: a value for a one-column key,
@@ -163,7 +170,6 @@ static void
 key_text(HwServing *s, int t, const char *task, const char *what, Datum value, Oid typid,
 		 StringInfo buf, char **display)
 {
-	const HwTable *tab = &s->snap->tables[s->tasks[t]->anchor_table];
 	const HwServingKey *pk = &s->pk[s->tasks[t]->anchor_table];
 	Oid     elemtype = get_element_type(typid);
 	char    typtype = get_typtype(typid);
@@ -172,7 +178,6 @@ key_text(HwServing *s, int t, const char *task, const char *what, Datum value, O
 	Oid    *types;
 	bool   *nulls;
 	int     n;
-	StringInfoData disp;
 
 	if (!OidIsValid(typid))
 		ereport(ERROR,
@@ -223,6 +228,18 @@ key_text(HwServing *s, int t, const char *task, const char *what, Datum value, O
 		nulls = palloc0(sizeof(bool));
 		n = 1;
 	}
+	key_text_parts(s, t, task, what, parts, types, nulls, n, buf, display);
+}
+
+/* key_text of a key given as its n column values (parts[n] of types[n]). */
+static void
+key_text_parts(HwServing *s, int t, const char *task, const char *what, Datum *parts, Oid *types,
+			   bool *nulls, int n, StringInfo buf, char **display)
+{
+	const HwTable *tab = &s->snap->tables[s->tasks[t]->anchor_table];
+	const HwServingKey *pk = &s->pk[s->tasks[t]->anchor_table];
+	StringInfoData disp;
+
 	/* (npk 0: the key columns are not recorded; the values are compared as
 	 * given) */
 	if (pk->npk > 0 && n != pk->npk)
@@ -255,12 +272,10 @@ key_text(HwServing *s, int t, const char *task, const char *what, Datum value, O
 	*display = n > 1 ? psprintf("(%s)", disp.data) : disp.data;
 }
 
-/* Global row of the anchor named by key, or ERROR naming the table. */
-static uint32
-anchor_row_of(HwServing *s, int t, const char *task, const char *what, Datum key, Oid keytype)
+/* ERROR when the anchor table of task t has no primary key (rows cannot be named). */
+static void
+require_anchor_key(HwServing *s, int t)
 {
-	StringInfoData buf;
-	char   *display;
 	const HwTable *tab = &s->snap->tables[s->tasks[t]->anchor_table];
 
 	if (tab->key_hash == NULL)
@@ -268,9 +283,15 @@ anchor_row_of(HwServing *s, int t, const char *task, const char *what, Datum key
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" has no primary key, so its rows cannot be named for prediction", tab->name),
 				 errhint("Add a primary key to the table and run rt_refresh.")));
-	initStringInfo(&buf);
-	key_text(s, t, task, what, key, keytype, &buf, &display);
-	int64 row = snapshot_find_row(s->snap, s->tasks[t]->anchor_table, hw_hash_key_text(buf.data, buf.len));
+}
+
+/* Global row of the anchor whose canonical key text is buf, or ERROR. */
+static uint32
+anchor_row_find(HwServing *s, int t, StringInfo buf, const char *display)
+{
+	const HwTable *tab = &s->snap->tables[s->tasks[t]->anchor_table];
+	int64 row = snapshot_find_row(s->snap, s->tasks[t]->anchor_table, hw_hash_key_text(buf->data, buf->len));
+
 	if (row < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),
@@ -278,6 +299,19 @@ anchor_row_of(HwServing *s, int t, const char *task, const char *what, Datum key
 				 errhint("The model sees the data as of its last rt_create_model/rt_refresh; "
 						 "run rt_refresh(model) to include newer rows.")));
 	return (uint32) row;
+}
+
+/* Global row of the anchor named by key, or ERROR naming the table. */
+static uint32
+anchor_row_of(HwServing *s, int t, const char *task, const char *what, Datum key, Oid keytype)
+{
+	StringInfoData buf;
+	char   *display;
+
+	require_anchor_key(s, t);
+	initStringInfo(&buf);
+	key_text(s, t, task, what, key, keytype, &buf, &display);
+	return anchor_row_find(s, t, &buf, display);
 }
 
 /* The task argument (0), not NULL. */
@@ -292,22 +326,15 @@ task_arg(FunctionCallInfo fcinfo)
 	return text_to_cstring(PG_GETARG_TEXT_PP(0));
 }
 
-/* obs_time: the model may see what happened up to here. */
+/* An observation time as the snapshot counts it (µs since 1970), or ERROR
+ * (22008) outside 0001-01-01 .. 9999-12-31 (UTC), the calendar range the
+ * time encoding is meant for; beyond it a time is a mistake, not a cutoff. */
 static int64_t
-obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task)
+obs_time_value(TimestampTz ts, const char *task)
 {
-	TimestampTz ts;
-	/* 0001-01-01 .. 9999-12-31 (UTC): the calendar range the time encoding
-	 * is meant for; beyond it a time is a mistake, not a cutoff */
 	const TimestampTz lo = (TimestampTz) (date2j(1, 1, 1) - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY;
 	const TimestampTz hi = (TimestampTz) (date2j(10000, 1, 1) - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY;
 
-	/* No observation time: everything in the snapshot is visible (the
-	 * snapshot holds the data as of the model's last refresh, all of it in
-	 * the past), and predictions do not drift with the clock. */
-	if (PG_ARGISNULL(argno))
-		return HW_NO_CUTOFF;
-	ts = PG_GETARG_TIMESTAMPTZ(argno);
 	if (TIMESTAMP_NOT_FINITE(ts) || ts < lo || ts >= hi)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
@@ -316,6 +343,18 @@ obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task)
 						 "model see its whole snapshot.")));
 	/* PostgreSQL counts µs from 2000-01-01; the snapshot from 1970-01-01 */
 	return (int64_t) ts + (int64_t) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}
+
+/* obs_time: the model may see what happened up to here. */
+static int64_t
+obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task)
+{
+	/* No observation time: everything in the snapshot is visible (the
+	 * snapshot holds the data as of the model's last refresh, all of it in
+	 * the past), and predictions do not drift with the clock. */
+	if (PG_ARGISNULL(argno))
+		return HW_NO_CUTOFF;
+	return obs_time_value(PG_GETARG_TIMESTAMPTZ(argno), task);
 }
 
 /* Runs the model on n anchors; out[n].  ctx (nctx labels, may be NULL):
@@ -600,6 +639,389 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, vn);
 	}
 	return (Datum) 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Whole tables: rt_predict_table(task, query) and rt_predict_into(task,
+ * query, target_table).  The query (the caller's text, run with SPI as the
+ * caller, never edited) returns one row per prediction: the key columns of
+ * the task's anchor table in primary key order (or one ROW(...)/array
+ * column, as for rt_predict), plus optionally a timestamptz column named
+ * obs_time (NULL or absent: the whole snapshot).  Rows are fetched,
+ * predicted and handed on in chunks of batch_rows.
+ * ------------------------------------------------------------------------- */
+
+/* One chunk of predictions (chunk memory). */
+typedef struct PredChunk
+{
+	int          n;
+	char       **row_id;     /* [n] the key as text (rt_predict_batch's row_id) */
+	TimestampTz *obs;        /* [n] */
+	bool        *obs_null;   /* [n] */
+	Decoded     *d;          /* [n] */
+} PredChunk;
+
+typedef void (*PredChunkFn) (HwServing *s, int t, const PredChunk *c, void *arg);
+
+/* Runs the caller's query (connected to SPI by the caller) in chunks of
+ * batch_rows, predicts each chunk and hands it to fn; returns the number of
+ * rows.  ERROR for a query that is not one SELECT, has no key column, an
+ * obs_time that is not timestamptz, a NULL or unknown key. */
+static int64
+predict_query(HwServing *s, int t, const char *task_ref, const char *query, int batch_rows,
+			  PredChunkFn fn, void *arg)
+{
+	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "headwater predict chunk",
+													ALLOCSET_DEFAULT_SIZES);
+	SPIPlanPtr  plan;
+	Portal      portal;
+	TupleDesc   td;
+	int         obs_col = -1, nkey = 0;
+	int        *key_cols;
+	int64       total = 0;
+
+	require_anchor_key(s, t);
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("could not prepare the query of task \"%s\": %s", task_ref, SPI_result_code_string(SPI_result)),
+				 errhint("Pass one SELECT returning the key columns and optionally obs_time.")));
+	/* a non-SELECT or several statements: SPI says why (SQLSTATE 42P11) */
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
+	td = portal->tupDesc;
+	key_cols = palloc(sizeof(int) * Max(1, td->natts));
+	for (int i = 0; i < td->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, i);
+
+		if (att->attisdropped)
+			continue;
+		if (strcmp(NameStr(att->attname), "obs_time") == 0 && obs_col < 0)
+		{
+			if (att->atttypid != TIMESTAMPTZOID)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column obs_time of the query of task \"%s\" is %s, not timestamp with time zone",
+								task_ref, format_type_be(att->atttypid)),
+						 errhint("Cast it in the query: ... AS obs_time becomes ...::timestamptz AS obs_time.")));
+			obs_col = i;
+			continue;
+		}
+		key_cols[nkey++] = i;
+	}
+	if (nkey == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the query of task \"%s\" returns no key column", task_ref),
+				 errhint("%s", pk_hint(&s->snap->tables[s->tasks[t]->anchor_table], &s->pk[s->tasks[t]->anchor_table]))));
+
+	for (;;)
+	{
+		SPITupleTable *tt;
+		MemoryContext old;
+		PredChunk   c;
+		uint32_t   *rows;
+		int64_t    *obs_us;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, batch_rows);
+		if (SPI_processed == 0)
+			break;
+		tt = SPI_tuptable;
+		old = MemoryContextSwitchTo(chunk_cxt);
+		c.n = (int) SPI_processed;
+		c.row_id = palloc(sizeof(char *) * c.n);
+		c.obs = palloc(sizeof(TimestampTz) * c.n);
+		c.obs_null = palloc(sizeof(bool) * c.n);
+		c.d = palloc0(sizeof(Decoded) * c.n);
+		rows = palloc(sizeof(uint32_t) * c.n);
+		obs_us = palloc(sizeof(int64_t) * c.n);
+		for (int i = 0; i < c.n; i++)
+		{
+			Datum  *parts = palloc(sizeof(Datum) * nkey);
+			Oid    *types = palloc(sizeof(Oid) * nkey);
+			bool   *nulls = palloc(sizeof(bool) * nkey);
+			char    what[64];
+			StringInfoData buf;
+			char   *display;
+
+			snprintf(what, sizeof(what), "query row %lld", (long long) (total + i + 1));
+			for (int k = 0; k < nkey; k++)
+			{
+				parts[k] = heap_getattr(tt->vals[i], key_cols[k] + 1, tt->tupdesc, &nulls[k]);
+				types[k] = TupleDescAttr(td, key_cols[k])->atttypid;
+			}
+			initStringInfo(&buf);
+			if (nkey == 1)
+			{
+				if (nulls[0])
+					ereport(ERROR,
+							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							 errmsg("the key of %s of task \"%s\" is NULL", what, task_ref),
+							 errhint("Leave rows with a NULL key out of the query; a NULL key names no row.")));
+				key_text(s, t, task_ref, what, parts[0], types[0], &buf, &display);
+			}
+			else
+				key_text_parts(s, t, task_ref, what, parts, types, nulls, nkey, &buf, &display);
+			rows[i] = anchor_row_find(s, t, &buf, display);
+			c.row_id[i] = display;
+			c.obs_null[i] = true;
+			c.obs[i] = 0;
+			obs_us[i] = HW_NO_CUTOFF;
+			if (obs_col >= 0)
+			{
+				bool  isnull;
+				Datum v = heap_getattr(tt->vals[i], obs_col + 1, tt->tupdesc, &isnull);
+
+				if (!isnull)
+				{
+					c.obs_null[i] = false;
+					c.obs[i] = DatumGetTimestampTz(v);
+					obs_us[i] = obs_time_value(c.obs[i], task_ref);
+				}
+			}
+		}
+		SPI_freetuptable(tt);
+		predict_rows(s, t, rows, obs_us, c.n, c.d, NULL, 0);
+		fn(s, t, &c, arg);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(chunk_cxt);
+		total += c.n;
+	}
+	SPI_cursor_close(portal);
+	MemoryContextDelete(chunk_cxt);
+	return total;
+}
+
+/* batch_rows argument: NULL -> 1000; 1 .. 100000. */
+static int
+batch_rows_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
+{
+	int32 n;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return 1000;
+	n = PG_GETARG_INT32(argno);
+	if (n < 1 || n > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_rows %d for task \"%s\" is out of range", n, task_ref),
+				 errhint("Pass 1 .. 100000 rows per batch (default 1000).")));
+	return n;
+}
+
+static char *
+query_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
+{
+	char *q;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("query of task \"%s\" is NULL", task_ref),
+				 errhint("Pass a SELECT returning the key columns of the rows to predict and optionally obs_time, "
+						 "e.g. 'SELECT order_id FROM shop.orders'.")));
+	q = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strspn(q, " \t\r\n;") == strlen(q))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query of task \"%s\" is empty", task_ref),
+				 errhint("Pass a SELECT returning the key columns of the rows to predict and optionally obs_time.")));
+	return q;
+}
+
+/* The five output values of one prediction (rt_predict_batch's columns). */
+static void
+output_values(HwServing *s, int t, const Decoded *d, Datum *prediction, Datum *label, Datum *p_null,
+			  Datum *detail)
+{
+	*prediction = Float8GetDatum(d->value);
+	*label = CStringGetTextDatum(label_text(s, t, d));
+	*p_null = Float8GetDatum(d->p_null);
+	*detail = DirectFunctionCall1(jsonb_in, CStringGetDatum(proba_json(s, t, d)));
+}
+
+typedef struct TableOut
+{
+	ReturnSetInfo *rsinfo;
+} TableOut;
+
+static void
+table_chunk(HwServing *s, int t, const PredChunk *c, void *arg)
+{
+	TableOut *to = arg;
+
+	for (int i = 0; i < c->n; i++)
+	{
+		Datum   v[6];
+		bool    vn[6] = {false, c->obs_null[i], c->d[i].is_null, c->d[i].is_null, false, false};
+
+		v[0] = CStringGetTextDatum(c->row_id[i]);
+		v[1] = TimestampTzGetDatum(c->obs[i]);
+		output_values(s, t, &c->d[i], &v[2], &v[3], &v[4], &v[5]);
+		tuplestore_putvalues(to->rsinfo->setResult, to->rsinfo->setDesc, v, vn);
+	}
+}
+
+PG_FUNCTION_INFO_V1(rt_predict_table);
+Datum
+rt_predict_table(PG_FUNCTION_ARGS)
+{
+	char   *task_ref = task_arg(fcinfo);
+	char   *query = query_arg(fcinfo, 1, task_ref);
+	int64   ckpt = checkpoint_arg(fcinfo, 2, task_ref);
+	int     t;
+	TableOut to;
+
+	InitMaterializedSRF(fcinfo, 0);
+	to.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	/* the model first (checks the predict right; not inside SPI) */
+	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	predict_query(s, t, task_ref, query, 1000, table_chunk, &to);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* rt_predict_into: the target's columns among the outputs, and the INSERT. */
+static const char *const into_cols[6] = {"row_id", "obs_time", "prediction", "label", "p_null", "detail"};
+static const Oid into_types[6] = {TEXTARRAYOID, TIMESTAMPTZARRAYOID, FLOAT8ARRAYOID, TEXTARRAYOID,
+								  FLOAT8ARRAYOID, JSONBARRAYOID};
+
+typedef struct IntoOut
+{
+	SPIPlanPtr plan;
+	bool       use[6];
+	int        nuse;
+	const char *target;
+	const char *task;
+	int64      written;
+	double     t0;
+} IntoOut;
+
+static void
+into_chunk(HwServing *s, int t, const PredChunk *c, void *arg)
+{
+	IntoOut *io = arg;
+	Datum   *cols[6];
+	bool    *nulls[6];
+	Datum    args[6];
+	char     argn[6];
+	int      a = 0;
+
+	for (int k = 0; k < 6; k++)
+	{
+		cols[k] = palloc(sizeof(Datum) * c->n);
+		nulls[k] = palloc0(sizeof(bool) * c->n);
+	}
+	for (int i = 0; i < c->n; i++)
+	{
+		cols[0][i] = CStringGetTextDatum(c->row_id[i]);
+		cols[1][i] = TimestampTzGetDatum(c->obs[i]);
+		nulls[1][i] = c->obs_null[i];
+		output_values(s, t, &c->d[i], &cols[2][i], &cols[3][i], &cols[4][i], &cols[5][i]);
+		nulls[2][i] = nulls[3][i] = c->d[i].is_null;
+	}
+	for (int k = 0; k < 6; k++)
+	{
+		Oid     elem = get_element_type(into_types[k]);
+		int16   len;
+		bool    byval;
+		char    align;
+		int     dims[1] = {c->n}, lbs[1] = {1};
+
+		if (!io->use[k])
+			continue;
+		get_typlenbyvalalign(elem, &len, &byval, &align);
+		args[a] = PointerGetDatum(construct_md_array(cols[k], nulls[k], 1, dims, lbs, elem, len, byval, align));
+		argn[a] = ' ';
+		a++;
+	}
+	if (SPI_execute_plan(io->plan, args, argn, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert the predictions into %s", io->target);
+	io->written += c->n;
+	ereport(NOTICE,
+			(errmsg("rt_predict_into: %lld rows of task \"%s\" written to %s",
+					(long long) io->written, io->task, io->target),
+			 errdetail("%.0f rows/s so far.", io->written / Max(1e-3, (GetCurrentTimestamp() - io->t0) / 1e6))));
+}
+
+PG_FUNCTION_INFO_V1(rt_predict_into);
+Datum
+rt_predict_into(PG_FUNCTION_ARGS)
+{
+	char   *task_ref = task_arg(fcinfo);
+	char   *query = query_arg(fcinfo, 1, task_ref);
+	Oid     relid;
+	int     batch_rows = batch_rows_arg(fcinfo, 3, task_ref);
+	int64   ckpt = checkpoint_arg(fcinfo, 4, task_ref);
+	int     t;
+	IntoOut io = {0};
+	StringInfoData sql;
+	Oid     argtypes[6];
+	char   *relname;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("target_table of task \"%s\" is NULL", task_ref),
+				 errhint("Pass a table with a column row_id (text) and any of obs_time, prediction, label, p_null, "
+						 "detail, e.g. CREATE TABLE preds (row_id text, obs_time timestamptz, prediction float8, "
+						 "label text, p_null float8, detail jsonb).")));
+	relid = PG_GETARG_OID(2);
+	relname = get_rel_name(relid);
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("target_table %u of task \"%s\" does not exist", relid, task_ref),
+				 errhint("Create the table first (row_id text and any of obs_time, prediction, label, p_null, detail).")));
+	io.target = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
+	io.task = task_ref;
+	/* the model first: checks the predict right (not inside SPI) */
+	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to write the predictions of task \"%s\" into %s", task_ref, io.target),
+				 errhint("The table's owner can GRANT INSERT ON %s TO %s.", io.target,
+						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (", io.target);
+	for (int k = 0; k < 6; k++)
+	{
+		AttrNumber att = get_attnum(relid, into_cols[k]);
+
+		if (att == InvalidAttrNumber)
+			continue;
+		io.use[k] = true;
+		argtypes[io.nuse] = into_types[k];
+		appendStringInfo(&sql, "%s%s", io.nuse ? ", " : "", quote_identifier(into_cols[k]));
+		io.nuse++;
+	}
+	if (!io.use[0])
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("target table %s of task \"%s\" has no column row_id", io.target, task_ref),
+				 errhint("The table needs row_id (text) and any of obs_time, prediction, label, p_null, detail; "
+						 "other columns get their defaults.")));
+	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	for (int a = 0; a < io.nuse; a++)
+		appendStringInfo(&sql, "%s$%d", a ? ", " : "", a + 1);
+	appendStringInfoChar(&sql, ')');
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	io.plan = SPI_prepare(sql.data, io.nuse, argtypes);
+	if (io.plan == NULL)
+		elog(ERROR, "could not prepare the insert into %s: %s", io.target, SPI_result_code_string(SPI_result));
+	io.t0 = GetCurrentTimestamp();
+	predict_query(s, t, task_ref, query, batch_rows, into_chunk, &io);
+	SPI_finish();
+	PG_RETURN_INT64(io.written);
 }
 
 /* For rt_debug_predict_batch (predict_context.c): the anchor row named by

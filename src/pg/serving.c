@@ -613,7 +613,6 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 	HwError     err = {0};
 	int         B = b->B;
 	int32       K = (int32) b->cat_emb_count;
-	float       loss;
 
 	if (b->target_stype == HW_ST_CATEGORICAL)
 		for (int64 c = 0; c < (int64) b->B * b->S; c++)
@@ -627,7 +626,8 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 		hw_batch_free(b);
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory running the model")));
 	}
-	int rc = hw_model_eval(s->model, b, &loss, pr, &err);
+	/* inference forward: no tape, no loss; bit-identical per row in any batch */
+	int rc = hw_model_predict(s->model, b, pr, &err);
 	int stype = b->target_stype;
 	hw_batch_free(b);
 	if (rc != HW_OK)
