@@ -9,7 +9,7 @@
  * micro-batches of each micro-batch's mean-loss gradient, i.e. the gradient
  * of the mean loss over the global batch of W*A*B sequences:
  *     acc   = g(0)                     rank-local, on the device
- *     acc   = g(a) + acc   a = 1..A-1  (axpby: exact sum, any order of the two)
+ *     acc   = g(a) + acc   a = 1..A-1  (axpby 1, 1: the plain float sum; x + y == y + x)
  *     acc   = all-reduce sum of acc over ranks, rank order (collective.h)
  *     grads = (1 / (W*A)) * acc        one rounding, the same on every rank
  * then the optimiser step, identical on every rank (same gradients, same
