@@ -127,8 +127,8 @@ for c in 1 8 32; do
 	pct() { awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p) + 1; if (i > NR) i = NR; printf "%.2f", v[i] / 1000 }' "$1"; }
 	stats="p50 $(pct "$logdir/rest.txt" 0.50) ms, p99 $(pct "$logdir/rest.txt" 0.99) ms over $(wc -l < "$logdir/rest.txt") transactions; first call per session: median $(pct "$logdir/first.txt" 0.5) ms, max $(pct "$logdir/first.txt" 1) ms"
 	echo "pgbench rt_predict, preset $preset, $c clients, ${secs}s: $tps tps; $stats;" \
-		"backend RSS ($n0 sessions): $((s0 / 1024)) MB total / $((m0 / 1024)) MB max after warm-up," \
-		"$((s1 / 1024)) MB / $((m1 / 1024)) MB near the end"
+		"backend RSS: $n0 sessions $((s0 / 1024)) MB total / $((m0 / 1024)) MB max after warm-up," \
+		"$n1 sessions $((s1 / 1024)) MB / $((m1 / 1024)) MB max near the end"
 done
 rm -rf "$logdir" "$script"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"
