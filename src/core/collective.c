@@ -250,7 +250,7 @@ static const HwCollectiveOps local_ops = {
 	.broadcast = local_broadcast,
 	.all_equal_u64 = local_all_equal_u64,
 	.barrier = local_barrier,
-	.abort = local_abort,
+	.abort_all = local_abort,
 	.error = local_error,
 	.destroy = local_destroy,
 };

@@ -14,7 +14,7 @@
  * (the usual SPMD contract).  Each call waits for every rank at most
  * timeout_s seconds; past it the collective fails: the call returns
  * HW_ERR_CANCELLED naming the ranks that did not arrive, and the collective
- * is in the error state.  abort() (a rank that failed, or the trainer's
+ * is in the error state.  hw_coll_abort (a rank that failed, or the trainer's
  * cancel) puts it in the error state with that rank's message.  In the
  * error state every pending and later call returns HW_ERR_CANCELLED with the
  * FIRST error's message (the root cause, not "aborted"), so all ranks stop
@@ -50,7 +50,7 @@ typedef struct HwCollectiveOps
 	int  (*barrier)(HwCollective *c, int rank, HwError *err);
 	/* Error state with "rank <rank>: <why>" unless already failed; wakes
 	 * every waiting rank.  Any thread may call it (rank -1: the trainer). */
-	void (*abort)(HwCollective *c, int rank, const char *why);
+	void (*abort_all)(HwCollective *c, int rank, const char *why);
 	/* The first error (HW_OK when none); not cleared. */
 	int  (*error)(HwCollective *c, HwError *err);
 	void (*destroy)(HwCollective *c);
@@ -76,7 +76,7 @@ static inline int hw_coll_all_equal_u64(HwCollective *c, int rank, uint64_t v, i
 static inline int hw_coll_barrier(HwCollective *c, int rank, HwError *err)
 { return c->ops->barrier(c, rank, err); }
 static inline void hw_coll_abort(HwCollective *c, int rank, const char *why)
-{ c->ops->abort(c, rank, why); }
+{ c->ops->abort_all(c, rank, why); }
 static inline int hw_coll_error(HwCollective *c, HwError *err)
 { return c->ops->error(c, err); }
 static inline void hw_coll_destroy(HwCollective *c)
