@@ -14,6 +14,7 @@
 #include "model.h"
 #include "synth_batch.h"
 #include "tape.h"
+#include "sgemm_peak.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -84,35 +85,6 @@ timed_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, i
 	gemm_flop += 2.0 * nb * M * N * K;
 }
 
-static double
-sgemm_peak(int threads)
-{
-	int    n = 2048;
-	float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
-	double best = 0;
-
-	for (int i = 0; i < n * n; i++)
-	{
-		a[i] = (float) (i % 7) * 0.1f;
-		b[i] = (float) (i % 5) * 0.1f;
-	}
-	openblas_set_num_threads(threads);
-	for (int r = 0; r < 4; r++)
-	{
-		double t0 = hw_now_ms(), dt;
-
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-		dt = hw_now_ms() - t0;
-		if (r > 0 && 2.0 * n * n * (double) n / (dt * 1e6) > best)
-			best = 2.0 * n * n * (double) n / (dt * 1e6);
-	}
-	openblas_set_num_threads(1);
-	free(a);
-	free(b);
-	free(c);
-	return best;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -142,7 +114,7 @@ main(int argc, char **argv)
 #else
 	threads = 1;
 #endif
-	peak = sgemm_peak(threads);
+	peak = bench_sgemm_gflops(threads, 4, hw_now_ms);
 	printf("sgemm peak (2048^3, %d threads): %.1f GFLOP/s\n", threads, peak);
 	if (hw_model_config_preset(&c, preset, &err) != HW_OK)
 	{

@@ -18,6 +18,7 @@
 #include "model.h"
 #include "synth_batch.h"
 #include "tape.h"
+#include "sgemm_peak.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -59,44 +60,6 @@ timed_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha, co
 }
 
 static double peak_core_cpu;    /* one-thread sgemm GFLOP per CPU-second */
-
-static double
-sgemm_peak(int threads)
-{
-	int    n = 2048;
-	float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n), *c = malloc(sizeof(float) * n * n);
-	double best = 0;
-
-	for (int i = 0; i < n * n; i++)
-	{
-		a[i] = (float) (i % 7) * 0.1f;
-		b[i] = (float) (i % 5) * 0.1f;
-	}
-	openblas_set_num_threads(threads);
-	for (int r = 0; r < 4; r++)
-	{
-		double t0 = hw_now_ms(), dt;
-
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-		dt = hw_now_ms() - t0;
-		if (r > 0 && 2.0 * n * n * (double) n / (dt * 1e6) > best)
-			best = 2.0 * n * n * (double) n / (dt * 1e6);
-	}
-	openblas_set_num_threads(1);
-	for (int r = 0; r < 3; r++)
-	{
-		double c0 = cpu_ms(), dt;
-
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-		dt = cpu_ms() - c0;
-		if (r > 0 && 2.0 * n * n * (double) n / (dt * 1e6) > peak_core_cpu)
-			peak_core_cpu = 2.0 * n * n * (double) n / (dt * 1e6);
-	}
-	free(a);
-	free(b);
-	free(c);
-	return best;
-}
 
 /* One-thread sgemm on the block shapes the backend issues, by thread CPU time. */
 static void
@@ -178,7 +141,8 @@ main(int argc, char **argv)
 #else
 	threads = 1;
 #endif
-	peak = sgemm_peak(threads);
+	peak = bench_sgemm_gflops(threads, 4, hw_now_ms);
+	peak_core_cpu = bench_sgemm_gflops(1, 3, cpu_ms);
 	printf("sgemm peak (2048^3, %d threads): %.1f GFLOP/s wall; one thread: %.1f GFLOP per CPU-second\n",
 		   threads, peak, peak_core_cpu);
 
