@@ -21,16 +21,25 @@ bce_logits(float z, float y, float *dz)
 }
 
 __device__ __forceinline__ float
-huber(float d, float *dd)
+smooth_l1(float d, float delta, float *dd)
 {
+	/* delta 1 is Huber; a small delta is L1 with a quadratic bottom (the
+	 * gradient is sign(d) outside it, so the fit is the median). */
 	float a = fabsf(d);
-	if (a <= 1.0f)
+
+	if (a <= delta)
 	{
-		*dd = d;
-		return 0.5f * d * d;
+		*dd = d / delta;
+		return 0.5f * d * d / delta;
 	}
 	*dd = d > 0 ? 1.0f : -1.0f;
-	return a - 0.5f;
+	return a - 0.5f * delta;
+}
+
+__device__ __forceinline__ float
+huber(float d, float *dd)
+{
+	return smooth_l1(d, 1.0f, dd);
 }
 
 __global__ void
@@ -58,7 +67,7 @@ loss_kernel(float *loss, float *dZ, float *dlogits, const float *Z, const float 
 		switch (stype)
 		{
 			case HW_ST_NUMERICAL:
-				tl = huber(z[HW_HEAD_NUM] - t.num[b], &g);
+				tl = smooth_l1(z[HW_HEAD_NUM] - t.num[b], t.num_loss == HW_NUM_LOSS_MAE ? HW_MAE_SMOOTH : 1.0f, &g);
 				dz[HW_HEAD_NUM] = g * scale;
 				break;
 			case HW_ST_BOOLEAN:

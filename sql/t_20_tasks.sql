@@ -74,6 +74,17 @@ SELECT rt_create_task('tk', 'bad16', anchor_table => 'orders', target_column => 
                       options => '{"split_ratios": [0.5, 0.5, 0.5]}');
 SELECT rt_create_task('tk', 'bad17', $$ SELECT id, age, now() AS t FROM customer $$, anchor_table => 'customer',
                       target_column => 'age', observation_time_column => 'nosuch');
+-- the loss of a numerical target: "mae" by default (above), "huber" on request,
+-- stored with the task; anything else, or a loss on a boolean target, is refused
+SELECT s ->> 'loss' AS loss FROM rt_create_task('tk', 'tk_spend_huber',
+	$$ SELECT cust AS id, sum(amount) AS total FROM orders GROUP BY cust $$, anchor_table => 'customer',
+	options => '{"loss": "huber"}') AS s;
+SELECT options ->> 'loss' AS stored_loss FROM headwater.task WHERE name = 'tk_spend_huber';
+SELECT rt_create_task('tk', 'bad18', anchor_table => 'orders', target_column => 'amount', options => '{"loss": "l3"}');
+SELECT rt_create_task('tk', 'bad19', anchor_table => 'orders', target_column => 'amount', options => '{"loss": 1}');
+SELECT rt_create_task('tk', 'bad20', $$ SELECT oid, at AS obs_time, at > '2024-01-15' AS late FROM orders $$,
+                      options => '{"loss": "mae"}');
+SELECT rt_drop_task('tk', 'tk_spend_huber');
 SELECT count(*) AS tasks_after_errors FROM rt_tasks('tk');
 
 SELECT rt_drop_task('tk', 'tk_spend');

@@ -8,7 +8,8 @@
 #              ~0.6 s a step plus validation; ~30 min for the 6 runs)
 #       seeds  "1 2 3" (headwater's rt_train seed option, XGBoost's seed)
 #       scale  demo shop customers (default 5000)
-#   environment: ACC_PRESET (small), ACC_VAL_EVERY (steps/5), ACC_MAX_MINUTES
+#   environment: ACC_DBS ("pagila shop": the databases to run), ACC_PRESET
+#   (small), ACC_VAL_EVERY (steps/5), ACC_MAX_MINUTES
 #   (a safety cap per run, default none; a run it stops says stopped_on
 #   max_minutes), ACC_OUT (results folder), HW_BENCH_PORT (54338).
 #
@@ -30,6 +31,7 @@ cd "$HW_ROOT"
 steps=${1:-400}
 seeds=${2:-"1 2 3"}
 scale=${3:-5000}
+dbs=${ACC_DBS:-pagila shop}
 preset=${ACC_PRESET:-small}
 val_every=${ACC_VAL_EVERY:-$(( steps / 5 > 10 ? steps / 5 : 10 ))}
 max_minutes=${ACC_MAX_MINUTES:-}
@@ -45,7 +47,7 @@ mkdir -p "$out"
 res=$out/results.tsv
 : > "$res"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-echo "accuracy bench: steps $steps, seeds '$seeds', preset $preset, val_every $val_every, max_minutes ${max_minutes:-none}, shop scale $scale"
+echo "accuracy bench: databases '$dbs', steps $steps, seeds '$seeds', preset $preset, val_every $val_every, max_minutes ${max_minutes:-none}, shop scale $scale"
 echo "start $(date -u +%FT%TZ), load $(load), results in $out, commit $(git -C "$HW_ROOT" rev-parse --short HEAD)"
 
 if [ -z "${PGHOST:-}" ]; then
@@ -89,9 +91,8 @@ done
 
 # GBDT and trivial baselines
 t0=$(date +%s)
-q acc_pagila -f "$here/pagila_features.sql" > "$out/pagila_features.csv"
-q acc_shop -f "$here/shop_features.sql" > "$out/shop_features.csv"
-for f in pagila shop; do
+for f in $dbs; do
+	q "acc_$f" -f "$here/${f}_features.sql" > "$out/${f}_features.csv"
 	$py "$here/gbdt.py" "$out/${f}_features.csv" "$seeds" "$res"
 done
 echo "features + GBDT: $(( $(date +%s) - t0 )) s, load $(load)"
@@ -103,7 +104,7 @@ opts() {
 	echo "{$o}"
 }
 for seed in $seeds; do
-	for db in pagila shop; do
+	for db in $dbs; do
 		q "acc_$db" -o /dev/null -c "SET client_min_messages = warning" -f "$here/${db}_model.sql"
 		t0=$(date +%s); l0=$(load)
 		r=$(q "acc_$db" -At -c "SET client_min_messages = warning" \

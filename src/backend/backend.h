@@ -37,6 +37,7 @@ typedef struct HwLossTargets
 	const uint8_t *boolv;        /* [B] 0/1 (target_stype 3) */
 	const float   *ts;           /* [B,15] timestamp encoding (target_stype 2) */
 	const int32_t *cat;          /* [B] category index 0..K-1 (target_stype 4); ignored when is_null */
+	int            num_loss;     /* HwNumLoss of a numerical target */
 } HwLossTargets;
 
 /* Column offsets inside the head output Z [B, HW_HEAD_Z(D)] (see model.h). */

@@ -52,6 +52,7 @@ typedef struct HwBatch
 	uint16_t *text_batch_embeddings;
 
 	uint8_t   target_stype;
+	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */
 	uint32_t  task_idx;
 	uint32_t  cat_emb_start;
 	uint32_t  cat_emb_count;

@@ -28,6 +28,23 @@ hw_stype_from_name(const char *name)
 	return -1;
 }
 
+static const char *const num_loss_names[] = { "huber", "mae" };
+
+const char *
+hw_num_loss_name(int loss)
+{
+	return loss >= 0 && loss < 2 ? num_loss_names[loss] : NULL;
+}
+
+int
+hw_num_loss_from_name(const char *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (s && strcmp(s, num_loss_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 int
 hw_error_set(HwError *err, int code, const char *fmt, ...)
 {

@@ -24,6 +24,20 @@ typedef enum HwSemanticType
 } HwSemanticType;
 
 #define HW_N_STYPES 7
+
+/* Loss of a numerical target (a task option; carried by each batch).
+ * HUBER: Huber (delta 1) on the z-score: fits the mean, robust to outliers.
+ * MAE:   smooth L1 (delta HW_MAE_SMOOTH on the z-score): fits the median,
+ *        which is what the MAE that rt_evaluate reports rewards. */
+typedef enum HwNumLoss
+{
+	HW_NUM_LOSS_HUBER = 0,
+	HW_NUM_LOSS_MAE = 1
+} HwNumLoss;
+
+#define HW_MAE_SMOOTH 0.05f
+const char *hw_num_loss_name(int loss);           /* "huber", "mae"; NULL if out of range */
+int         hw_num_loss_from_name(const char *s); /* -1 if unknown */
 const char *hw_stype_name(int stype);      /* "identifier", ... ; NULL if out of range */
 int         hw_stype_from_name(const char *name);  /* -1 if unknown */
 

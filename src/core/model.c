@@ -102,7 +102,7 @@ struct HwModel
 	int64_t       step;
 
 	/* current batch */
-	int           B, S, N, U, Uc, K, stype;
+	int           B, S, N, U, Uc, K, stype, num_loss;   /* num_loss: HwNumLoss of the batch */
 };
 
 /* ------------------------------------------------------------------ config */
@@ -1061,6 +1061,7 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 	m->U = bt->U;
 	m->Uc = Uc;
 	m->stype = bt->target_stype;
+	m->num_loss = bt->num_loss;
 	o->memcpy_h2d(be, m->d_stype, bt->semantic_types, N);
 	o->memcpy_h2d(be, m->d_col, bt->column_ids, sizeof(int32_t) * N);
 	o->memcpy_h2d(be, m->d_is_null, bt->is_null, N);
@@ -1267,7 +1268,7 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 							 .ldx = HZ, .ldy = m->K, .dx_beta = 1.0f, .dw_beta = 0.0f }, NULL);
 	{
 		HwLossTargets t = { .is_null = m->d_tnull, .num = m->d_tnum, .boolv = m->d_tbool, .ts = m->d_tts,
-							.cat = m->d_tcat };
+							.cat = m->d_tcat, .num_loss = m->num_loss };
 
 		t0 = hw_now_ms();
 		o->loss_forward_backward(be, m->lossb, m->dZ, m->dlogits, m->Z, m->logits, &t, m->stype, B, D,

@@ -65,7 +65,7 @@
  *     hf        = rms(x[b, t]; final.norm.g)                        [B, D]
  *     Z         = hf @ head.W^T + head.b                            [B, 18+D]
  *     null_loss = BCE(sigmoid(Z[:,0]), is_null)   (with logits, stable form)
- *     num: huber(Z[:,1] - y; delta 1)   bool: BCE(Z[:,2], y)
+ *     num: huber(Z[:,1] - y; delta 1) or, for a task with loss "mae", smooth L1 (delta 0.05)   bool: BCE(Z[:,2], y)
  *     ts : mean_{d<14} huber(Z[:,3+d] - t_d) + 2.0 * huber(Z[:,17] - t_14)
  *     cat: E = cat_table[start:start+K] @ enc.cat.w^T + enc.cat.b  [K, D]
  *          logits = Z[:, 18:18+D] @ E^T  [B, K];  lse = logsumexp(logits)

@@ -2051,6 +2051,7 @@ build_batch(HwSampler *s, const SeqSpec *specs, int B, HwBatch **out, HwError *e
 	const HwTask *t = s->tasks[specs[0].task];
 
 	bt->target_stype = (uint8_t) t->target_stype;
+	bt->num_loss = (uint8_t) t->num_loss;
 	bt->task_idx = (uint32_t) specs[0].task;
 	bt->cat_emb_start = t->target_stype == HW_ST_CATEGORICAL ? (uint32_t) t->cat_base : 0;
 	bt->cat_emb_count = t->target_stype == HW_ST_CATEGORICAL ? t->cat_count : 0;

@@ -79,6 +79,7 @@ hw_task_new(const char *name, int kind, HwError *err)
 	t->split_ratio[2] = 0.1;
 	t->label_history = (kind == HW_TASK_QUERY);
 	t->history_max = 16;
+	t->num_loss = HW_NUM_LOSS_MAE;
 	t->target_std = 1.0;
 	t->col_base = -1;
 	return t;

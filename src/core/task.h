@@ -105,6 +105,7 @@ typedef struct HwTask
 	int8_t    split_method;     /* HwSplitMethod, default hash */
 	int64_t   split_val_from_us;   /* time split: obs < val_from -> train */
 	int64_t   split_test_from_us;  /* time split: val_from <= obs < test_from -> val, else test */
+	int8_t    num_loss;         /* HwNumLoss of a numerical target (default MAE) */
 
 	/* Target statistics (numerical: z-score; others: informational) */
 	double    target_mean, target_std;

@@ -202,6 +202,7 @@ typedef struct TaskOpts
 	Interval *horizon;
 	char  *val_from, *test_from;    /* time split: the cutoffs as given */
 	int64  val_from_us, test_from_us;
+	int    num_loss;            /* HwNumLoss, -1: the default (numerical targets only) */
 } TaskOpts;
 
 /* A time-split cutoff as a timestamp (epoch µs); false if it does not parse. */
@@ -275,6 +276,7 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 	o->val_from_us = o->test_from_us = 0;
 	o->label_horizon = NULL;
 	o->horizon = NULL;
+	o->num_loss = -1;
 	if (opts == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(opts))
@@ -298,11 +300,12 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 			key = pnstrdup(v.val.string.val, v.val.string.len);
 			if (strcmp(key, "split_seed") && strcmp(key, "split_ratios") && strcmp(key, "label_history") &&
 				strcmp(key, "history_max") && strcmp(key, "max_categories") && strcmp(key, "split") &&
-				strcmp(key, "val_from") && strcmp(key, "test_from") && strcmp(key, "label_horizon"))
+				strcmp(key, "val_from") && strcmp(key, "test_from") && strcmp(key, "label_horizon") &&
+				strcmp(key, "loss"))
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("unknown option \"%s\" for task \"%s\"", key, task),
 								errhint("Known options: split_seed, split_ratios, label_history, history_max, max_categories, "
-										"split, val_from, test_from, label_horizon.")));
+										"split, val_from, test_from, label_horizon, loss.")));
 			if (strcmp(key, "split_ratios") == 0)
 				nratio = 0;
 			continue;
@@ -359,6 +362,16 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 								errhint("Give how long after its observation time a label becomes known, "
 										"e.g. \"label_horizon\": \"30 days\" for a 30-day window.")));
 			o->label_horizon = c;
+		}
+		else if (strcmp(key, "loss") == 0)
+		{
+			char *c = v.type == jbvString ? pnstrdup(v.val.string.val, v.val.string.len) : NULL;
+
+			if (c == NULL || (o->num_loss = hw_num_loss_from_name(c)) < 0)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("bad value for option \"loss\" of task \"%s\"", task),
+								errhint("loss (numerical targets): \"mae\" (the default: fits the median, what MAE "
+										"rewards) or \"huber\" (fits the mean, what RMSE rewards).")));
 		}
 		else if (strcmp(key, "label_history") == 0)
 		{
@@ -426,6 +439,8 @@ apply_options(HwTask *t, const TaskOpts *o)
 	t->split_method = (int8_t) o->split_method;
 	t->split_val_from_us = o->val_from_us;
 	t->split_test_from_us = o->test_from_us;
+	if (o->num_loss >= 0)
+		t->num_loss = (int8_t) o->num_loss;
 }
 
 static bool
@@ -1238,6 +1253,11 @@ rt_create_task(PG_FUNCTION_ARGS)
 	{
 		build_query_task(t, &mi, snap, query, &anchor, target, stype, obscol, &opts, &obs_source);
 	}
+	if (opts.num_loss >= 0 && t->target_stype != HW_ST_NUMERICAL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("option \"loss\" of task \"%s\" applies to numerical targets, not %s", tname,
+							   hw_stype_name(t->target_stype)),
+						errhint("Drop the option: boolean and categorical targets use cross-entropy.")));
 
 	/* store (as the owner of headwater's tables) */
 	{
@@ -1344,6 +1364,7 @@ rt_create_task(PG_FUNCTION_ARGS)
 		json_num(&js, t->target_mean);
 		appendStringInfoString(&js, ", \"target_std\": ");
 		json_num(&js, t->target_std);
+		json_kv_str(&js, "loss", hw_num_loss_name(t->num_loss), true);
 	}
 	else if (t->target_stype == HW_ST_CATEGORICAL)
 		appendStringInfo(&js, ", \"categories\": %u",
@@ -1579,6 +1600,13 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 		t->history_max = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
 		t->target_mean = DatumGetFloat8(SPI_getbinval(tup, td, 11, &isnull));
 		t->target_std = DatumGetFloat8(SPI_getbinval(tup, td, 12, &isnull));
+		{
+			char *loss = SPI_getvalue(tup, td, 18);
+			int   nl = loss ? hw_num_loss_from_name(loss) : -1;
+
+			if (nl >= 0)        /* validated at creation; absent = the default */
+				t->num_loss = (int8_t) nl;
+		}
 		int at = snap ? snap_table(snap, anchor) : -1;
 
 		if (snap && at < 0)
@@ -1665,7 +1693,7 @@ load_tasks(int32 model_id, const char *name, const HwSnapshot *snap, TaskList *l
 	const char *sql =
 		"SELECT t.task_id, t.name, t.kind, t.anchor_table, t.target_column, t.target_stype, t.split_seed, "
 		"t.split_ratios, t.label_history, t.history_max, t.target_mean, t.target_std, t.categories, "
-		"t.cat_emb, t.vcol_emb, s.data, m.name FROM headwater.task t JOIN headwater.model m USING (model_id) "
+		"t.cat_emb, t.vcol_emb, s.data, m.name, t.options->>'loss' FROM headwater.task t JOIN headwater.model m USING (model_id) "
 		"LEFT JOIN headwater.task_seed s USING (task_id) "
 		"WHERE t.model_id = $1 AND ($2::text IS NULL OR t.name = $2) ORDER BY t.task_id";
 

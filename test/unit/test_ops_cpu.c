@@ -522,6 +522,14 @@ hub(double d)
 	return fabs(d) <= 1 ? 0.5 * d * d : fabs(d) - 0.5;
 }
 
+/* The "mae" loss written out independently: L1 with a quadratic bottom of
+ * half-width 0.05 (continuous value and slope at the joins). */
+static double
+smooth_mae(double d)
+{
+	return fabs(d) <= 0.05 ? d * d / 0.1 : fabs(d) - 0.025;
+}
+
 static double
 bce(double z, double y)
 {
@@ -546,7 +554,7 @@ loss_ref(void *c)
 		if (k->t->is_null[b])
 			continue;
 		if (k->st == 1)
-			tl = hub(z[1] - k->t->num[b]);
+			tl = k->t->num_loss == HW_NUM_LOSS_MAE ? smooth_mae(z[1] - k->t->num[b]) : hub(z[1] - k->t->num[b]);
 		else if (k->st == 3)
 			tl = bce(z[2], k->t->boolv[b]);
 		else if (k->st == 2)
@@ -578,13 +586,15 @@ UNIT_TEST(ops_loss_heads_all_types)
 	int        B = 9, D = 6, K = 5, HZ = HW_HEAD_Z(D);
 
 	hw_rng_seed(&R, 6);
-	for (int st = 1; st <= 4; st++)
+	/* 1..4: each target type (numerical with Huber); 5: numerical with "mae" */
+	for (int pass = 1; pass <= 5; pass++)
 	{
+		int           st = pass == 5 ? HW_ST_NUMERICAL : pass;
 		float        *Z = randf(B * HZ, 1.5), *lg = randf(B * K, 2), *tnum = randf(B, 1.5), *tts = randf(B * 15, 1.5);
 		float        *loss = malloc(sizeof(float) * B), *dZ = malloc(sizeof(float) * B * HZ), *dl = malloc(sizeof(float) * B * K);
 		uint8_t       isn[9], bv[9];
 		int32_t       cat[9];
-		HwLossTargets t = { isn, tnum, bv, tts, cat };
+		HwLossTargets t = { isn, tnum, bv, tts, cat, pass == 5 ? HW_NUM_LOSS_MAE : HW_NUM_LOSS_HUBER };
 		LossCtx       c = { B, D, K, st };
 		double       *rz = malloc(sizeof(double) * B * HZ), *rl = malloc(sizeof(double) * B * K), tot = 0;
 
