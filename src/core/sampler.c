@@ -252,6 +252,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->child_sampling = HW_CHILD_RECENT;
 	cfg->recent_children = -1;
 	cfg->key_cells = false;
+	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
 	cfg->world_size = 1;
 }
 
@@ -275,6 +276,29 @@ hw_child_sampling_from_name(const char *name)
 		return HW_CHILD_RECENT;
 	if (strcmp(name, "uniform") == 0)
 		return HW_CHILD_UNIFORM;
+	return -1;
+}
+
+const char *
+hw_future_parents_name(int policy)
+{
+	switch (policy)
+	{
+		case HW_FUTURE_PARENTS_HIDE: return "hide";
+		case HW_FUTURE_PARENTS_FOLLOW: return "follow";
+		default: return NULL;
+	}
+}
+
+int
+hw_future_parents_from_name(const char *name)
+{
+	if (name == NULL)
+		return -1;
+	if (strcmp(name, "hide") == 0)
+		return HW_FUTURE_PARENTS_HIDE;
+	if (strcmp(name, "follow") == 0)
+		return HW_FUTURE_PARENTS_FOLLOW;
 	return -1;
 }
 
@@ -1098,6 +1122,8 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 	int nrows = 0, ncells = 0;
 	int64_t obs = sp->obs_time_us;
 	int vseed_local = -1;       /* local id of the query seed's virtual row */
+	/* parents dated after obs are dropped (with no cutoff none is) */
+	bool hide_future = s->cfg.future_parents == HW_FUTURE_PARENTS_HIDE && obs != HW_NO_CUTOFF;
 
 	if (++w->gen == 0)
 	{
@@ -1190,15 +1216,23 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 			break;
 		unsigned h = (unsigned) e.hops + 1;
 
-		/* parents, all of them */
+		/* parents: all of them, except (hide_future) those dated after
+		 * obs -- the children's test, so NULL times and "no cutoff" keep
+		 * them; a dropped parent is simply never taken, as one that did
+		 * not fit (the anchor was taken first, so it is never dropped) */
 		for (uint64_t k = fp0; k < fp1; k++)
+		{
 			__builtin_prefetch(&w->visit_gen[snap->fp_dst[k]]);
+			if (hide_future)
+				__builtin_prefetch(&snap->row_time_us[snap->fp_dst[k]]);
+		}
 		for (uint64_t k = fp0; k < fp1; k++)
 		{
 			uint32_t p = snap->fp_dst[k];
 
-			if (w->visit_gen[p] != w->gen &&
-				!heap_push(w, prio(0, h, &rng), p, (uint16_t) h, s->fk_parent_table[snap->fp_fk[k]], 0))
+			if (w->visit_gen[p] == w->gen || (hide_future && snap->row_time_us[p] > obs))
+				continue;
+			if (!heap_push(w, prio(0, h, &rng), p, (uint16_t) h, s->fk_parent_table[snap->fp_fk[k]], 0))
 				return false;
 		}
 		/* children, per FK, time-filtered and sampled */
@@ -1621,14 +1655,17 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		cfg->bfs_child_width > 64 || cfg->world_size < 1 || cfg->rank < 0 ||
 		cfg->rank >= cfg->world_size || cfg->n_threads < 0 ||
 		hw_child_sampling_name(cfg->child_sampling) == NULL ||
-		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width)
+		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
+		hw_future_parents_name(cfg->future_parents) == NULL)
 	{
 		hw_error_set(err, HW_ERR_INVALID,
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (2..65535), max_rows %d "
 					 "(1..65535), bfs_child_width %d (0..64), rank %d of world_size %d, child_sampling %d "
-					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width)",
+					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
+					 "(hide 0, follow 1)",
 					 cfg->batch_size, cfg->seq_len, cfg->max_rows, cfg->bfs_child_width,
-					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children);
+					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
+					 cfg->future_parents);
 		return NULL;
 	}
 	HwSampler *s = calloc(1, sizeof(HwSampler));

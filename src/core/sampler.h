@@ -20,7 +20,8 @@
  *
  * Determinism: batch k of a split is a pure function of (cfg.seed, cfg.rank,
  * cfg.world_size, split, k, snapshot, tasks, batch_size, seq_len, max_rows,
- * bfs_child_width, child_sampling, recent_children, key_cells, task_weights)
+ * bfs_child_width, child_sampling, recent_children, key_cells, future_parents,
+ * task_weights)
  * -- never of n_threads or of which batches were drawn before.  So "sampler
  * position = batch number" for resuming.
  *
@@ -41,15 +42,23 @@
  *   keyed (reached by child edge?, hops, random tie): rows reached F->P
  *   (parents) always before rows reached P->F; then fewest hops; ties by a
  *   seeded random key.  Popping a row emits its cells (non-ignored; see
- *   key cells below) in column order and pushes all its parents; its
+ *   key cells below) in column order and pushes its parents; its
  *   children are pushed per FK after dropping those whose table time is
- *   after the seed's observation time (raw int64 µs compare; rows without
- *   time are kept) and sampling the rest down to bfs_child_width per FK
+ *   after the seed's observation time (raw int64 µs compare: time > obs;
+ *   rows without time or with a NULL time are kept; a seed without cutoff
+ *   keeps everything) and sampling the rest down to bfs_child_width per FK
  *   (child_sampling, below).
- *   Only P->F children are time-filtered: parents are always followed, also
- *   parents reached from a parent (a customer created after the order date
- *   would still show; this is the seeds' rule).  Stop when S cells are
- *   filled (a row that does not fit is cut) or R = max_rows rows are taken.
+ *   Future parents (future_parents): with HIDE (default) a parent is
+ *   dropped by the same test as a child (its time > obs), so it emits no
+ *   cells, its own parents are not pushed through it and it has no fk_adj
+ *   entry -- exactly what the sequence shows for a parent that did not fit.
+ *   The anchor row is always taken (it is pushed directly, not as a
+ *   parent): the entity the prediction is about, and for a cell task the
+ *   seed row itself.  FOLLOW takes every parent whatever its time (the
+ *   seeds' original rule, which lets a parent from after obs -- a
+ *   customer's first order inside the label window -- leak the future).
+ *   Stop when S cells are filled (a row that does not fit is cut) or
+ *   R = max_rows rows are taken.
  *   Label history (query tasks with label_history): when the anchor row is
  *   visited, the task's seeds of the same anchor observed strictly before
  *   the seed's obs time T whose label was known by T (label_time <= T;
@@ -126,6 +135,18 @@ typedef enum HwChildSampling
 const char *hw_child_sampling_name(int policy);
 int         hw_child_sampling_from_name(const char *name);
 
+/* HwSamplerConfig.future_parents: what a parent row dated after the seed's
+ * observation time becomes */
+typedef enum HwFutureParents
+{
+	HW_FUTURE_PARENTS_HIDE = 0,     /* not taken, like a parent that did not fit (default) */
+	HW_FUTURE_PARENTS_FOLLOW = 1    /* taken like any parent (the sampler before the option: a leak) */
+} HwFutureParents;
+
+/* "hide" / "follow"; NULL if out of range.  _from_name: -1 if unknown. */
+const char *hw_future_parents_name(int policy);
+int         hw_future_parents_from_name(const char *name);
+
 typedef struct HwSamplerConfig
 {
 	int32_t   batch_size;       /* B, default 32 */
@@ -136,6 +157,7 @@ typedef struct HwSamplerConfig
 	int32_t   recent_children;  /* RECENT: the most recent kept per FK (0..bfs_child_width);
 								 * -1 (default) = half of bfs_child_width, rounded up */
 	bool      key_cells;        /* emit identifier (key) cells, default false */
+	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
 	uint64_t  seed;             /* sampling randomness, default 0 */
 	int32_t   rank;             /* default 0 */
 	int32_t   world_size;       /* default 1 */

@@ -199,7 +199,7 @@ static void
 sample_options(Datum options, HwSamplerConfig *cfg)
 {
 	static const char *const keys[] = {"max_rows", "child_width", "child_sampling", "recent_children",
-									   "key_cells", NULL};
+									   "key_cells", "future_parents", NULL};
 	Oid     argtypes[1] = {JSONBOID};
 	Datum   values[1] = {options};
 	char   *v;
@@ -210,14 +210,16 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 						errmsg("rt_sample_batches options must be a JSON object"),
 						errhint("For example: options => '{\"key_cells\": true}'")));
 	if (SPI_execute_with_args("SELECT k FROM jsonb_object_keys($1) k WHERE k <> ALL ("
-							  "'{max_rows,child_width,child_sampling,recent_children,key_cells}') ORDER BY k LIMIT 1",
+							  "'{max_rows,child_width,child_sampling,recent_children,key_cells,future_parents}') "
+							  "ORDER BY k LIMIT 1",
 							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the options");
 	if (SPI_processed > 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown rt_sample_batches option \"%s\"",
 							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-						errhint("Valid options are: max_rows, child_width, child_sampling, recent_children, key_cells.")));
+						errhint("Valid options are: max_rows, child_width, child_sampling, recent_children, key_cells, "
+								"future_parents.")));
 	for (int i = 0; keys[i]; i++)
 	{
 		Oid     at[2] = {JSONBOID, TEXTOID};
@@ -235,6 +237,15 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 			if ((cfg->child_sampling = hw_child_sampling_from_name(v)) < 0)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("option \"child_sampling\" must be \"recent\" or \"uniform\", got \"%s\"", v)));
+			continue;
+		}
+		if (i == 5)
+		{
+			if ((cfg->future_parents = hw_future_parents_from_name(v)) < 0)
+				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								errmsg("option \"future_parents\" must be \"hide\" or \"follow\", got \"%s\"", v),
+								errhint("\"hide\" (the default) leaves out a parent row dated after the observation "
+										"time; \"follow\" shows it, as the sampler did before the option.")));
 			continue;
 		}
 		if (i == 4)

@@ -56,11 +56,11 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 		char *config = psprintf("{\"preset\": %s, \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
 								"\"batch_size\": %d, \"seq_len\": %d, \"max_rows\": %d, \"child_width\": %d, "
 								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, "
-								"\"seed\": %llu, \"lr\": %g, \"total_steps\": %d}",
+								"\"future_parents\": \"%s\", \"seed\": %llu, \"lr\": %g, \"total_steps\": %d}",
 								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
 								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
 								hw_child_sampling_name(scfg->child_sampling), scfg->recent_children,
-								scfg->key_cells ? "true" : "false",
+								scfg->key_cells ? "true" : "false", hw_future_parents_name(scfg->future_parents),
 								(unsigned long long) scfg->seed, mc->lr, mc->total_steps);
 		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID, INT8OID};
 		Datum   values[8] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
@@ -224,6 +224,15 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	info->child_sampling = cs ? hw_child_sampling_from_name(cs) : HW_CHILD_UNIFORM;
 	info->recent_children = (int32) json_int(config, "recent_children", -1);
 	info->key_cells = kc ? strcmp(kc, "true") == 0 : true;
+	/* ... but not with future parents: a checkpoint from before the option
+	 * was trained following them, and predicting or evaluating that way
+	 * would show it rows from after the observation time (inflated val and
+	 * test metrics); it gets the leak-free default.  The parameters do not
+	 * depend on it, so the checkpoint loads as before. */
+	char *fp = json_text(config, "future_parents");
+
+	info->future_parents = fp && hw_future_parents_from_name(fp) >= 0
+		? hw_future_parents_from_name(fp) : HW_FUTURE_PARENTS_HIDE;
 	info->seed = (uint64) json_int(config, "seed", 0);
 
 	/* best val loss so far in its run (for "is this checkpoint the best") */
@@ -290,5 +299,6 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->child_sampling = info->child_sampling;
 	cfg->recent_children = info->recent_children;
 	cfg->key_cells = info->key_cells;
+	cfg->future_parents = info->future_parents;
 	cfg->seed = info->seed;
 }

@@ -35,6 +35,7 @@ typedef struct HwCheckpointInfo
 	int32   batch_size, seq_len, max_rows, child_width;
 	int32   child_sampling, recent_children;    /* HwChildSampling; -1 = half the width */
 	bool    key_cells;
+	int32   future_parents;     /* HwFutureParents; absent from old checkpoints: hide */
 	uint64  seed;
 } HwCheckpointInfo;
 

@@ -33,6 +33,7 @@ typedef enum OptKind
 	OPT_NUM,         /* a number in [min, max] ((min, max] when min_exclusive) */
 	OPT_WEIGHTS,     /* {"task": number in [min, max], ...} */
 	OPT_SAMPLING,    /* "recent" | "uniform" (hw_child_sampling_from_name) */
+	OPT_FUTURE,      /* "hide" | "follow" (hw_future_parents_from_name) */
 	OPT_DEVICES,     /* "all" (-1) or an integral number in [min, max] */
 	OPT_HOSTS        /* an array of [min, max] host names (strings of 1..255 bytes, distinct) */
 } OptKind;
@@ -74,6 +75,7 @@ static const OptSpec opt_specs[] = {
 	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},
 	{"recent_children", OPT_INT, 0, 64, false, "of child_width, how many are the most recent (default: half)"},
 	{"key_cells", OPT_BOOL, 0, 0, false, "emit cells for key columns"},
+	{"future_parents", OPT_FUTURE, 0, 0, false, "a parent row dated after the observation time"},
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
 	{"max_minutes", OPT_NUM, 0, 1000000, true,
 	 "a time budget: training stops with a checkpoint when it is used up, and the learning rate follows it"},
@@ -122,6 +124,10 @@ opt_hint(const OptSpec *o)
 		case OPT_SAMPLING:
 			return psprintf("%s must be \"recent\" (the most recent children first, then older ones drawn) "
 							"or \"uniform\" (%s).", o->key, o->what);
+		case OPT_FUTURE:
+			return psprintf("%s must be \"hide\" (the default: %s is left out of the sequence) or \"follow\" "
+							"(it is shown, as before the option existed: the model then sees the future).",
+							o->key, o->what);
 		case OPT_DEVICES:
 			return psprintf("%s must be \"all\" or an integer from %s to %s (%s).", o->key, fmt_num(o->min),
 							fmt_num(o->max), o->what);
@@ -254,6 +260,15 @@ check_value(const OptSpec *o, const JsonbValue *v)
 			{
 				int         c = v->type == jbvString
 					? hw_child_sampling_from_name(pnstrdup(v->val.string.val, v->val.string.len)) : -1;
+
+				if (c < 0)
+					bad_value(o, v);
+				return c;
+			}
+		case OPT_FUTURE:
+			{
+				int         c = v->type == jbvString
+					? hw_future_parents_from_name(pnstrdup(v->val.string.val, v->val.string.len)) : -1;
 
 				if (c < 0)
 					bad_value(o, v);
@@ -431,6 +446,8 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->scfg.recent_children = (int32) x;
 			else if (strcmp(key, "key_cells") == 0)
 				st->scfg.key_cells = x != 0;
+			else if (strcmp(key, "future_parents") == 0)
+				st->scfg.future_parents = (int32) x;
 			else if (strcmp(key, "seed") == 0)
 				st->mcfg.seed = (uint64) x;
 			else if (strcmp(key, "task_weights") == 0)

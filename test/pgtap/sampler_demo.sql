@@ -5,7 +5,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
-SELECT plan(14);
+SELECT plan(15);
 
 SELECT lives_ok($$ SELECT rt_demo_shop('shop', 200, 42) $$, 'demo database');
 SELECT lives_ok($$ SELECT rt_create_model('shop', 'shop') $$, 'model');
@@ -23,7 +23,10 @@ SELECT lives_ok($$ SELECT rt_create_task('shop', 'status', anchor_table => 'orde
 CREATE TEMP TABLE ids AS
 	SELECT 'churn' AS task, id FROM rt_sample_batches('shop', 'churn', 'train', 3, 8, 256, 1) id
 	UNION ALL
-	SELECT 'status', id FROM rt_sample_batches('shop', 'status', 'train', 3, 8, 256, 1) id;
+	SELECT 'status', id FROM rt_sample_batches('shop', 'status', 'train', 3, 8, 256, 1) id
+	UNION ALL
+	SELECT 'status_follow', id FROM rt_sample_batches('shop', 'status', 'train', 3, 8, 256, 1,
+	                                                  '{"future_parents": "follow"}') id;
 
 -- one row per (batch, sequence) with the tensors it needs
 CREATE TEMP TABLE seqs AS
@@ -50,8 +53,10 @@ SELECT is((SELECT count(*) FROM seqs s, generate_series(2, 256) j
            WHERE s.pad[j] = 0 AND s.cols[s.col_perm[j]::int + 1] < s.cols[s.col_perm[j - 1]::int + 1]), 0::bigint,
           'col_perm sorts column ids');
 
--- leakage: a row whose time is after the seed's observation time may only
--- appear as a parent (fk_adj[x, r] = 1 for some row x of the sequence)
+-- leakage: no row whose time is after the seed's observation time, except
+-- the anchor (row 1 of a query task's sequence, row 0 of a cell task's);
+-- with future_parents "follow" (status_follow) such a row may appear, but
+-- only as a parent (fk_adj[x, r] = 1 for some row x of the sequence)
 CREATE TEMP TABLE cells AS
 SELECT s.task, s.id, s.b, q.*
 FROM seqs s, rt_batch_sequence(s.id, s.b) q WHERE NOT q.is_padding;
@@ -63,13 +68,18 @@ FROM cells c JOIN tcols USING (table_name, column_name) WHERE NOT c.is_null GROU
 CREATE TEMP TABLE obs AS
 SELECT c.task, c.id, c.b, c.value::timestamptz AS obs FROM cells c
 WHERE c.seq_row = 0 AND ((c.task = 'churn' AND c.column_name = 'observation time')
-                      OR (c.task = 'status' AND c.column_name = 'ordered_at'));
+                      OR (c.task IN ('status', 'status_follow') AND c.column_name = 'ordered_at'));
 CREATE TEMP TABLE adj AS
 SELECT i.id, (SELECT shape[2] FROM rt_batch_tensor(i.id, 'fk_adj')) AS r,
        (SELECT "values" FROM rt_batch_tensor(i.id, 'fk_adj')) AS a FROM ids i;
-SELECT is((SELECT count(*) FROM obs), 48::bigint, 'every sequence has an observation time');
-SELECT ok((SELECT count(*) FROM row_time rt JOIN obs o USING (task, id, b) WHERE rt.t > o.obs) > 0,
-          'some rows after the observation time are shown (as parents)');
+SELECT is((SELECT count(*) FROM obs), 72::bigint, 'every sequence has an observation time');
+SELECT is((SELECT count(*) FROM row_time rt JOIN obs o USING (task, id, b)
+           WHERE rt.t > o.obs AND rt.seq_row > CASE rt.task WHEN 'churn' THEN 1 ELSE 0 END
+             AND rt.task <> 'status_follow'), 0::bigint,
+          'no row after the observation time but the anchor (future_parents "hide", the default)');
+SELECT ok((SELECT count(*) FROM row_time rt JOIN obs o USING (task, id, b)
+           WHERE rt.t > o.obs AND rt.seq_row > 0 AND rt.task = 'status_follow') > 0,
+          'with future_parents "follow" some rows after the observation time are shown (as parents)');
 SELECT is((SELECT count(*) FROM row_time rt JOIN obs o USING (task, id, b) JOIN adj USING (id)
            WHERE rt.t > o.obs AND rt.seq_row > 0
              AND NOT EXISTS (SELECT 1 FROM generate_series(0, adj.r - 1) x
