@@ -90,8 +90,14 @@ contexts() {   # LABEL: every pgbench backend logs its contexts; the log part in
 	[ -n "$log" ] || return 0
 	local off
 	off=$(stat -c %s "$log")
-	q -c "SELECT pg_log_backend_memory_contexts(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'" >/dev/null
-	sleep 3
+	local n i
+	n=$(q -c "SELECT count(pg_log_backend_memory_contexts(pid)) FROM pg_stat_activity WHERE application_name = 'pgbench'")
+	# each logs at its next CHECK_FOR_INTERRUPTS: wait for all (20 s at most)
+	for i in $(seq 1 40); do
+		sleep 0.5
+		[ "$(tail -c +$((off + 1)) "$log" | grep -c 'Grand total:')" -ge "$n" ] && break
+	done
+	sleep 0.5
 	tail -c +$((off + 1)) "$log" > "$work/contexts_$1.log"
 }
 
@@ -134,8 +140,9 @@ for s in 0 1; do
 done
 
 echo
-echo "memory over time (MB; private = this backend's own pages; server = postmaster + all its children):"
-printf '%6s %7s %9s %9s %4s %12s %12s %10s %10s %10s\n' t_min tps p50_ms p99_ms n private_mean private_max rss_mean pss_sum server_pss
+echo "memory over time (MB; per pgbench backend: private = pages no other process maps, rss; pss_sum = their PSS summed;"
+echo "server = PSS of the postmaster and all its children; others = server - pss_sum: postmaster, auxiliary processes, this script's psql):"
+printf '%6s %7s %9s %9s %4s %12s %12s %10s %10s %10s %10s\n' t_min tps p50_ms p99_ms n private_mean private_max rss_mean pss_sum server_pss others_pss
 times=$(awk '{print $1}' "$work/samples" | sort -un)
 prev=$t0
 for t in $times; do
@@ -146,8 +153,8 @@ for t in $times; do
 	awk -v t="$t" -v t0="$t0" -v tps="$tps" -v p50="$p50" -v p99="$p99" '
 		$1 == t && $2 == "backend" {n++; pr += $6; if ($6 > mx) mx = $6; rs += $4; ps += $5}
 		$1 == t && $2 == "server" {spss = $5}
-		END {printf "%6.1f %7s %9s %9s %4d %12.1f %12.1f %10.1f %10.1f %10.1f\n", (t - t0) / 60, tps, p50, p99, n,
-		     n ? pr / n / 1024 : 0, mx / 1024, n ? rs / n / 1024 : 0, ps / 1024, spss / 1024}' "$work/samples"
+		END {printf "%6.1f %7s %9s %9s %4d %12.1f %12.1f %10.1f %10.1f %10.1f %10.1f\n", (t - t0) / 60, tps, p50, p99, n,
+		     n ? pr / n / 1024 : 0, mx / 1024, n ? rs / n / 1024 : 0, ps / 1024, spss / 1024, (spss - ps) / 1024}' "$work/samples"
 	prev=$t
 done
 
@@ -188,7 +195,7 @@ ctx_sum() {   # log -> "pid level1_context bytes" (children summed into their le
 	sed -n 's/.*\[\([0-9]*\)\].*level: \([0-9]*\); \(.*\)$/\1 \2 \3/p' "$1" | awk '
 		{ pid = $1; lvl = $2; $1 = $2 = ""; sub(/^ +/, "")
 		  if (match($0, /[0-9]+ total in/)) bytes = substr($0, RSTART, RLENGTH - 9); else next
-		  if (lvl == 0) top[pid] = "TopMemoryContext"; else if (lvl == 1) { name = $0; sub(/:.*/, "", name); top[pid] = name }
+		  if (lvl == 0) top[pid] = "TopMemoryContext"; else if (lvl == 1) { name = $0; sub(/:.*/, "", name); if (name ~ /^[0-9]+ more child contexts/) name = "(more_children)"; gsub(/ /, "_", name); top[pid] = name }
 		  s[pid " " top[pid]] += bytes }
 		END { for (k in s) print k, s[k] }'
 }
@@ -197,7 +204,7 @@ if [ -s "$work/contexts_minute1.log" ] && [ -s "$work/contexts_end.log" ]; then
 	ctx_sum "$work/contexts_end.log" | sed 's/^/b /' >> "$work/ctx"
 	awk '
 		$3 ~ /^(MessageContext|TopPortalContext|TopTransactionContext|CurTransactionContext|ErrorContext)$/ { next }
-		{ v[$1, $2] += $4; c[$1, $2, $3] += $4; pids[$2] = 1; names[$3] = 1 }
+		{ v[$1, $2] += $4 + 0; c[$1, $2, $3] += $4 + 0; pids[$2] = 1; names[$3] = 1 }
 		END {
 			for (p in pids) if (((("a", p) in v)) && ((("b", p) in v))) {
 				n++; d = v["b", p] - v["a", p]; sd += d; sa += v["a", p]; sb += v["b", p]
