@@ -110,10 +110,12 @@ for _ in $(seq 1 300); do [ "$(bench_pids | wc -l)" -ge "$clients" ] && break; s
 next=$interval
 sample >> "$work/samples"
 ctx1=0
+ctx_jobs=()
 while kill -0 "$pb" 2>/dev/null; do
 	el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print int(b - a)}')
-	if [ "$ctx1" = 0 ] && [ "$el" -ge 65 ] && [ "$secs" -ge 120 ]; then contexts minute1; ctx1=1; fi
-	if [ "$ctx1" = 1 ] && [ "$el" -ge $((secs - 15)) ]; then contexts end; ctx1=2; fi
+	# in the background: a backend busy in a long batch logs only when it is done
+	if [ "$ctx1" = 0 ] && [ "$el" -ge 65 ] && [ "$secs" -ge 120 ]; then contexts minute1 & ctx_jobs+=($!); ctx1=1; fi
+	if [ "$ctx1" = 1 ] && [ "$el" -ge $((secs - 15)) ]; then contexts end & ctx_jobs+=($!); ctx1=2; fi
 	if [ "$el" -ge "$next" ] && [ "$el" -lt $((secs - 2)) ]; then
 		sample >> "$work/samples"
 		next=$((next + interval))
@@ -123,12 +125,14 @@ while kill -0 "$pb" 2>/dev/null; do
 	sleep 1
 done
 wait "$pb" || { echo "pgbench failed:"; cat "$work/pgbench.txt"; exit 1; }
+for j in "${ctx_jobs[@]}"; do wait "$j" || true; done
 echo "end $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E '^(number of transactions actually processed|number of failed|tps)' "$work/pgbench.txt" || true
 grep -E '^(SQL script|  - weight|  - [0-9]+ transactions)' "$work/pgbench.txt" | paste -sd' ' | sed 's/SQL script/\nSQL script/g' | sed '/^$/d' || true
 
 # transaction log: client tx latency_us script epoch_s epoch_us
 cat "$work"/pb.* > "$work/tx"
+awk -v secs="$secs" '{r += ($4 == 0 ? 1 : 50)} END {printf "rows predicted: %d in %d s = %.1f rows/s (rt_predict 1, batch script 50 per transaction)\n", r, secs, r / secs}' "$work/tx"
 # the first transaction of each client includes the model load
 awk '!($1 in seen) {seen[$1] = 1; next} {print}' "$work/tx" > "$work/tx_warm"
 pct() { sort -n | awk -v p="$1" '{v[NR] = $1} END {if (!NR) {print "-"; exit} i = int(NR * p) + 1; if (i > NR) i = NR; printf "%.1f", v[i] / 1000}'; }
