@@ -70,8 +70,10 @@ echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset}; headwater.se
 postmaster=$(head -1 "$(q -c 'SHOW data_directory')/postmaster.pid")
 # "rss pss private anon" in kB from a pid's smaps_rollup; zeros once it is gone
 mem() {
-	awk '/^Rss:/ {r = $2} /^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {v += $2} /^Anonymous:/ {a = $2}
-	     END {print r + 0, p + 0, v + 0, a + 0}' /proc/"$1"/smaps_rollup 2>/dev/null || true
+	local m
+	m=$(awk '/^Rss:/ {r = $2} /^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {v += $2} /^Anonymous:/ {a = $2}
+	         END {print r + 0, p + 0, v + 0, a + 0}' /proc/"$1"/smaps_rollup 2>/dev/null) || true
+	echo "${m:-0 0 0 0}"
 }
 bench_pids() { q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' ORDER BY pid"; }
 sample() {   # one line per backend, one for the server: epoch kind pid rss pss private anon
@@ -79,7 +81,7 @@ sample() {   # one line per backend, one for the server: epoch kind pid rss pss 
 	now=$(date +%s.%N)
 	for p in $(bench_pids); do echo "$now backend $p $(mem "$p")"; done
 	for p in "$postmaster" $(pgrep -P "$postmaster"); do
-		read -r r s _ _ < <(mem "$p")
+		read -r r s _ _ < <(mem "$p") || true
 		rss=$((rss + ${r:-0})); pss=$((pss + ${s:-0}))
 	done
 	echo "$now server 0 $rss $pss 0 0"
