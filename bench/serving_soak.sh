@@ -77,12 +77,16 @@ mem() {
 }
 bench_pids() { q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' ORDER BY pid"; }
 sample() {   # one line per backend, one for the server: epoch kind pid rss pss private anon
-	local now p rss=0 pss=0 r s _
+	# one pass over the server's processes, so the backends and the total
+	# are read at the same moment (backends leave as pgbench ends)
+	local now p m bench rss=0 pss=0 r s _
+	bench=" $(bench_pids | tr '\n' ' ') "
 	now=$(date +%s.%N)
-	for p in $(bench_pids); do echo "$now backend $p $(mem "$p")"; done
 	for p in "$postmaster" $(pgrep -P "$postmaster"); do
-		read -r r s _ _ < <(mem "$p") || true
-		rss=$((rss + ${r:-0})); pss=$((pss + ${s:-0}))
+		m=$(mem "$p")
+		read -r r s _ _ <<< "$m"
+		rss=$((rss + r)); pss=$((pss + s))
+		[[ "$bench" == *" $p "* ]] && echo "$now backend $p $m"
 	done
 	echo "$now server 0 $rss $pss 0 0"
 }
@@ -122,7 +126,7 @@ while kill -0 "$pb" 2>/dev/null; do
 		sample >> "$work/samples"
 		next=$((next + interval))
 		# the last sample as close to the end as possible
-		[ "$next" -ge $((secs - 2)) ] && [ "$el" -lt $((secs - 6)) ] && next=$((secs - 5))
+		[ "$next" -ge $((secs - 2)) ] && [ "$el" -lt $((secs - 11)) ] && next=$((secs - 10))
 	fi
 	sleep 1
 done
