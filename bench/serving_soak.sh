@@ -76,7 +76,7 @@ mem() {
 	echo "${m:-0 0 0 0}"
 }
 bench_pids() { q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench' ORDER BY pid"; }
-sample() {   # one line per backend, one for the server: epoch kind pid rss pss private anon
+sample() {   # epoch kind pid rss pss private anon [title]: kind backend (pgbench's), other, server (the sum)
 	# one pass over the server's processes, so the backends and the total
 	# are read at the same moment (backends leave as pgbench ends)
 	local now p m bench rss=0 pss=0 r s _
@@ -86,7 +86,8 @@ sample() {   # one line per backend, one for the server: epoch kind pid rss pss 
 		m=$(mem "$p")
 		read -r r s _ _ <<< "$m"
 		rss=$((rss + r)); pss=$((pss + s))
-		[[ "$bench" == *" $p "* ]] && echo "$now backend $p $m"
+		if [[ "$bench" == *" $p "* ]]; then echo "$now backend $p $m"
+		else echo "$now other $p $m $(tr '\0 ' ' _' < /proc/"$p"/cmdline 2>/dev/null | sed 's/_*$//')"; fi
 	done
 	echo "$now server 0 $rss $pss 0 0"
 }
@@ -196,6 +197,13 @@ awk -v t0="$t0" -v thr="$leak_kb_min" '
 		printf "verdict: %s (threshold: mean slope %d KB/min per backend, private or anonymous)\n",
 			(tp / nb > thr || ta / nb > thr ? "STEADY GROWTH: a leak? look at the memory contexts" : "no steady growth"), thr
 	}' "$work/samples"
+
+# the other processes whose PSS changed by 1 MB or more from minute 1 to the
+# end (shared buffers a process touches for the first time count into its
+# PSS: e.g. the checkpointer writing pages no backend has read)
+awk -v t0="$t0" '$2 == "other" && ($1 - t0) >= 60 { if (!($3 in a)) { a[$3] = $5; name[$3] = $8 } b[$3] = $5 }
+	END { for (p in a) if (b[p] - a[p] >= 1024 || a[p] - b[p] >= 1024) line = line sprintf(" %s %+.1f MB;", name[p], (b[p] - a[p]) / 1024)
+	      print "other server processes, PSS change from minute 1 to the end:" (line == "" ? " none over 1 MB" : line) }' "$work/samples"
 
 # memory contexts: per backend, the total of the long-lived ones (all but
 # the current query's: MessageContext, TopPortalContext, the transaction's
