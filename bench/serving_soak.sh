@@ -87,7 +87,7 @@ sample() {   # epoch kind pid rss pss private anon [title]: kind backend (pgbenc
 		read -r r s _ _ <<< "$m"
 		rss=$((rss + r)); pss=$((pss + s))
 		if [[ "$bench" == *" $p "* ]]; then echo "$now backend $p $m"
-		else echo "$now other $p $m $(tr '\0 ' ' _' < /proc/"$p"/cmdline 2>/dev/null | sed 's/_*$//')"; fi
+		else echo "$now other $p $m $(tr '\0 ' '__' < /proc/"$p"/cmdline 2>/dev/null | sed 's/_*$//')"; fi
 	done
 	echo "$now server 0 $rss $pss 0 0"
 }
@@ -181,6 +181,7 @@ awk -v t0="$t0" -v thr="$leak_kb_min" '
 	{ m = ($1 - t0) / 60 }
 	m < 1 { next }
 	$2 == "server" { add("server", $5); next }
+	$2 != "backend" { next }
 	{ add("p" $3, $6); add("a" $3, $7); pid[$3] = 1; if (!f0) f0 = m; f1 = m }
 	END {
 		for (p in pid) if (n["p" p] >= 3) {
