@@ -13,6 +13,7 @@
 #     latency (model load) and backend RSS after the first call and at the
 #     end (growth = what a session keeps);
 #   - the training worker's tokens/s (30 steps) as before.
+# Memory over a long run (leaks): bench/serving_soak.sh.
 # The model is trained for a few steps only: speed does not depend on how
 # well it is trained.  Uses the server in PGHOST/PGPORT when set, else starts
 # a throwaway cluster.  Prints figures; never decides pass/fail.

@@ -88,7 +88,7 @@ sample() {   # epoch kind pid rss pss private anon [title]: kind backend (pgbenc
 		read -r r s _ _ <<< "$m"
 		rss=$((rss + r)); pss=$((pss + s))
 		if [[ "$bench" == *" $p "* ]]; then echo "$now backend $p $m"
-		else echo "$now other $p $m $(tr '\0 ' '__' < /proc/"$p"/cmdline 2>/dev/null | sed 's/_*$//')"; fi
+		else echo "$now other $p $m $( { tr '\0 ' '__' < /proc/"$p"/cmdline; } 2>/dev/null | sed 's/_*$//')"; fi
 	done
 	echo "$now server 0 $rss $pss 0 0"
 }
