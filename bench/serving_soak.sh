@@ -8,6 +8,8 @@
 #   HW_SOAK_BATCH=0         rt_predict only (default 1: one transaction in
 #                           41 is the batch script below)
 #   HW_SOAK_LEAK_KB_MIN=50  the verdict's threshold on anonymous-memory growth
+#   HW_SOAK_KEEP=DIR        copy the samples, the transaction log and the
+#                           memory-context logs there
 #
 # Workload (demo shop at `scale`, cell task orders.status, the model trained
 # 20 steps: memory does not depend on training quality): pgbench script 1,
@@ -136,7 +138,7 @@ wait "$pb" || { echo "pgbench failed:"; cat "$work/pgbench.txt"; exit 1; }
 for j in "${ctx_jobs[@]}"; do wait "$j" || true; done
 echo "end $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 grep -E '^(number of transactions actually processed|number of failed|tps)' "$work/pgbench.txt" || true
-grep -E '^(SQL script|  - weight|  - [0-9]+ transactions)' "$work/pgbench.txt" | paste -sd' ' | sed 's/SQL script/\nSQL script/g' | sed '/^$/d' || true
+grep -E '^(SQL script| *- weight| *- [0-9]+ transactions)' "$work/pgbench.txt" || true
 
 # transaction log: client tx latency_us script epoch_s epoch_us
 cat "$work"/pb.* > "$work/tx"
