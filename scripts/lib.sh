@@ -129,7 +129,8 @@ hw_bench_cluster() {
 	local port=$1 mode=${2:-}
 	[ -z "${PGHOST:-}" ] || return 0
 	HW_BENCH_DIR=$(mktemp -d /tmp/headwater_bench.XXXXXX)
-	trap 'eval "${HW_BENCH_ON_EXIT:-}"; hw_cluster_stop "$HW_BENCH_DIR"; rm -rf "$HW_BENCH_DIR"' EXIT
+	# the hook in a subshell: an error in it must not skip the stop
+	trap '(eval "${HW_BENCH_ON_EXIT:-}") || true; hw_cluster_stop "$HW_BENCH_DIR"; rm -rf "$HW_BENCH_DIR"' EXIT
 	flock /tmp/hw_test.lock bash -c "source '$HW_ROOT/scripts/lib.sh'; hw_build_install"
 	if [ "$mode" = private ]; then
 		HW_BENCH_PRIVATE_LIB=$HW_BENCH_DIR/lib
