@@ -13,6 +13,7 @@
 #     latency (model load) and backend RSS after the first call and at the
 #     end (growth = what a session keeps);
 #   - the training worker's tokens/s (30 steps) as before.
+# Memory over a long run (leaks): bench/serving_soak.sh.
 # The model is trained for a few steps only: speed does not depend on how
 # well it is trained.  Uses the server in PGHOST/PGPORT when set, else starts
 # a throwaway cluster.  Prints figures; never decides pass/fail.
@@ -24,19 +25,10 @@ scale=${2:-2000}
 secs=${3:-60}
 nrows=${4:-10000}
 
-if [ -z "${PGHOST:-}" ]; then
-	tmp=$(mktemp -d /tmp/headwater_bench.XXXXXX)
-	trap 'hw_cluster_stop "$tmp"; rm -rf "$tmp"' EXIT
-	hw_build_install
-	hw_cluster_start "$tmp" "${HW_BENCH_PORT:-54338}"
-fi
+hw_bench_cluster "${HW_BENCH_PORT:-54338}"
 db=hw_bench_serving
 q() { psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 "$@"; }
-dropdb --if-exists "$db" >/dev/null 2>&1
-createdb "$db"
-q -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
-  -c "SELECT rt_demo_shop('shop', $scale)" -c "SELECT rt_create_model('shop', 'shop')" \
-  -c "SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status')" >/dev/null
+hw_bench_shop "$db" "$scale"
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset (AVX-512 kernels where the CPU has them)}"
 

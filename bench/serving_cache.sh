@@ -21,19 +21,10 @@ preset=${1:-small}
 scale=${2:-2000}
 extra=${3:-3}
 
-if [ -z "${PGHOST:-}" ]; then
-	tmp=$(mktemp -d /tmp/headwater_bench.XXXXXX)
-	trap 'hw_cluster_stop "$tmp"; rm -rf "$tmp"' EXIT
-	hw_build_install
-	hw_cluster_start "$tmp" "${HW_BENCH_PORT:-54339}"
-fi
+hw_bench_cluster "${HW_BENCH_PORT:-54339}"
 db=hw_bench_serving_cache
 q() { psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 "$@"; }
-dropdb --if-exists "$db" >/dev/null 2>&1
-createdb "$db"
-q -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
-  -c "SELECT rt_demo_shop('shop', $scale)" -c "SELECT rt_create_model('shop', 'shop')" \
-  -c "SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status')" >/dev/null
+hw_bench_shop "$db" "$scale"
 q -c "SET client_min_messages = warning" \
   -c "SELECT rt_train('shop', steps => 20, preset => '$preset', options => '{\"val_every\": 1000, \"checkpoint_every\": 1000}')" >/dev/null
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"

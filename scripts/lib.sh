@@ -111,3 +111,62 @@ hw_build_install() {
 	hw_log "installing into $(pg_config --pkglibdir)"
 	make -C "$HW_ROOT" -s install >/dev/null
 }
+
+# hw_bench_cluster PORT [private]: the server a benchmark runs against.  With
+# PGHOST set, that server (nothing is built or started).  Otherwise build and
+# install this tree under the shared test lock (do not call this while
+# holding /tmp/hw_test.lock yourself), start a throwaway cluster in a new
+# HW_BENCH_DIR=/tmp/headwater_bench.*, and stop and delete it on exit
+# (HW_BENCH_ON_EXIT, when set, runs first, e.g. to keep the server log).
+# "private": serve a private copy of this build's library from
+# $HW_BENCH_DIR/lib (HW_BENCH_PRIVATE_LIB), because another engineer's
+# `make install` on this shared machine rewrites $libdir/headwater.so in
+# place, which kills a process that has it mapped and would put a
+# different build under a long run.  Background workers find it through
+# dynamic_library_path; a database's SQL functions are pointed at it by
+# hw_bench_private_lib DB after CREATE EXTENSION.
+hw_bench_cluster() {
+	local port=$1 mode=${2:-}
+	[ -z "${PGHOST:-}" ] || return 0
+	HW_BENCH_DIR=$(mktemp -d /tmp/headwater_bench.XXXXXX)
+	# the hook in a subshell: an error in it must not skip the stop
+	trap '(eval "${HW_BENCH_ON_EXIT:-}") || true; hw_cluster_stop "$HW_BENCH_DIR"; rm -rf "$HW_BENCH_DIR"' EXIT
+	flock /tmp/hw_test.lock bash -c "source '$HW_ROOT/scripts/lib.sh'; hw_build_install"
+	if [ "$mode" = private ]; then
+		HW_BENCH_PRIVATE_LIB=$HW_BENCH_DIR/lib
+		mkdir -p "$HW_BENCH_PRIVATE_LIB"
+		cp "$HW_ROOT/headwater.so" "$HW_BENCH_PRIVATE_LIB/headwater.so"
+		chmod 755 "$HW_BENCH_PRIVATE_LIB" "$HW_BENCH_PRIVATE_LIB/headwater.so"
+	fi
+	hw_cluster_start "$HW_BENCH_DIR" "$port"
+	if [ -n "${HW_BENCH_PRIVATE_LIB:-}" ]; then
+		psql -X -q -d postgres -o /dev/null -c "ALTER SYSTEM SET dynamic_library_path = '$HW_BENCH_PRIVATE_LIB:\$libdir'" \
+			-c "SELECT pg_reload_conf()"
+		sleep 1
+	fi
+}
+
+# hw_bench_private_lib DB: after CREATE EXTENSION in DB, load its functions
+# from the private library copy of hw_bench_cluster ... private (no-op
+# without one).
+hw_bench_private_lib() {
+	[ -n "${HW_BENCH_PRIVATE_LIB:-}" ] || return 0
+	psql -X -q -d "$1" -v ON_ERROR_STOP=1 -o /dev/null \
+		-c "UPDATE pg_proc SET probin = 'headwater' WHERE probin = '\$libdir/headwater'"
+}
+
+# hw_bench_shop DB SCALE: a fresh database DB with the extension (on the
+# private library when there is one), the demo shop at SCALE customers in
+# schema shop, model shop and the cell task order_status (orders.status),
+# untrained: the serving benchmarks' common set-up.
+hw_bench_shop() {
+	local db=$1 scale=$2
+	dropdb --if-exists "$db" >/dev/null 2>&1
+	createdb "$db"
+	psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 -o /dev/null -c "SET client_min_messages = warning" \
+		-c "CREATE EXTENSION headwater"
+	hw_bench_private_lib "$db"
+	psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 -o /dev/null -c "SET client_min_messages = warning" \
+		-c "SELECT rt_demo_shop('shop', $scale)" -c "SELECT rt_create_model('shop', 'shop')" \
+		-c "SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status')"
+}
