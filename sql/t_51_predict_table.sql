@@ -37,6 +37,18 @@ SELECT count(*) AS differs FROM
   (SELECT row_id, prediction, p_null, detail FROM rt_predict_table('status51', 'SELECT order_id FROM t51_ids')
    EXCEPT ALL
    SELECT row_id, prediction, p_null, detail FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids))) d;
+-- headwater.serving_threads: a multi-batch request on one thread gives the
+-- same bits as on the whole team (the default); values outside 0..1024 are
+-- refused by the setting itself
+CREATE TEMP TABLE t51_team AS
+SELECT row_id, prediction, p_null, detail FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids));
+SET headwater.serving_threads = 1;
+SELECT current_setting('headwater.serving_threads') AS threads, count(*) AS differs FROM
+  (SELECT * FROM t51_team
+   EXCEPT ALL
+   SELECT row_id, prediction, p_null, detail FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids))) d;
+RESET headwater.serving_threads;
+SELECT code FROM pg_temp.err($$SET headwater.serving_threads = -1$$);
 -- composite key: the key columns in primary key order, or one ROW column
 SELECT count(*) AS rows,
        count(*) FILTER (WHERE p.prediction IS DISTINCT FROM rt_predict('qty51', ROW(k.order_id, k.line_no))) AS differs

@@ -77,9 +77,14 @@ typedef struct HwServingOutput
  * placeholder id inside its block (its truth is unknown or not used). */
 void hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out);
 
-/* Whole OpenMP team (true) or one thread (false, the default: many sessions
- * serve at once and a single row is small) for the CPU backend. */
+/* Threads of a request of more than one batch (true: GUC
+ * headwater.serving_threads, 0 = every CPU of the server) or one thread
+ * (false, the default: many sessions serve at once and a single row is
+ * small) for the CPU backend. */
 void hw_serving_set_wide(HwServing *s, bool wide);
+
+/* Defines headwater.serving_threads (called from _PG_init). */
+void hw_serving_guc_init(void);
 
 /* Label of category k (0..K-1) of task t's block. */
 const char *hw_serving_category_label(const HwServing *s, int t, int32 k);

@@ -36,11 +36,13 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include <stdlib.h>
+#include <unistd.h>
 #include "hw_checkpoint.h"
 #include "hw_device.h"
 #include "hw_serving.h"
@@ -660,9 +662,33 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 	hw_predictions_free(pr);
 }
 
+/* Threads a multi-batch request may use: 0 = every CPU.  Several sessions
+ * predicting in batch at once each take the whole team by default, which
+ * oversubscribes the CPUs (a team whose threads wait for a busy core runs
+ * many times slower); a DBA who serves many batch sessions lowers it. */
+static int hw_serving_threads = 0;
+
+void
+hw_serving_guc_init(void)
+{
+	DefineCustomIntVariable("headwater.serving_threads",
+							"Threads of an rt_predict_batch / rt_predict_table / rt_predict_into request of more than one batch.",
+							"0: every CPU of the server (the default); 1: one thread, like a single-row call. "
+							"Lower it when many sessions predict in batch at once.",
+							&hw_serving_threads, 0, 0, 1024, PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
 void
 hw_serving_set_wide(HwServing *s, bool wide)
 {
 	if (strcmp(s->be->ops->name, "cpu") == 0)
-		hw_backend_cpu_set_threads(s->be, wide ? 0 : 1);
+	{
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		int  n = wide ? hw_serving_threads : 1;
+
+		/* more threads than CPUs only oversubscribe them */
+		if (ncpu > 0 && n > ncpu)
+			n = (int) ncpu;
+		hw_backend_cpu_set_threads(s->be, n);
+	}
 }
