@@ -14,8 +14,8 @@
 # One task throughout, so every figure is on the same test rows.
 #
 # Installs under /tmp/hw_test.lock, then trains from a private copy of the
-# library (as bench/accuracy/run.sh: another session's `make install` must
-# not replace a mapped headwater.so).  Prints figures with the load average.
+# library (hw_bench_cluster ... private in scripts/lib.sh: another session's
+# `make install` must not replace a mapped headwater.so).  Prints figures with the load average.
 set -euo pipefail
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$HW_ROOT"
@@ -29,21 +29,13 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "future_parents bench: steps $steps, scale $scale, preset $preset, max_minutes $max_minutes, seeds '$seeds'"
 echo "start $(date -u +%FT%TZ), load $(load), commit $(git rev-parse --short HEAD), $(nproc) CPUs"
 
-tmp=$(mktemp -d /tmp/headwater_fp.XXXXXX)
-trap 'hw_cluster_stop "$tmp"; rm -rf "$tmp"' EXIT
-flock /tmp/hw_test.lock bash -c "source '$HW_ROOT/scripts/lib.sh'; hw_build_install" >/dev/null
-mkdir -p "$tmp/lib"
-cp "$HW_ROOT/headwater.so" "$tmp/lib/headwater.so"
-chmod 755 "$tmp/lib" "$tmp/lib/headwater.so"
-hw_cluster_start "$tmp" "${HW_BENCH_PORT:-54339}" >/dev/null
-psql -X -q -d postgres -c "ALTER SYSTEM SET dynamic_library_path = '$tmp/lib:\$libdir'" \
-	-c "SELECT pg_reload_conf()" -o /dev/null
-sleep 1
+hw_bench_cluster "${HW_BENCH_PORT:-54339}" private >/dev/null
 q() { psql -X -q -v ON_ERROR_STOP=1 -d fp "$@"; }
+dropdb --if-exists fp >/dev/null 2>&1
 createdb fp
-q -o /dev/null -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
-	-c "UPDATE pg_proc SET probin = 'headwater' WHERE probin = '\$libdir/headwater'" \
-	-c "SELECT rt_demo_shop('shop', $scale, 42)"
+q -o /dev/null -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater"
+hw_bench_private_lib fp
+q -o /dev/null -c "SET client_min_messages = warning" -c "SELECT rt_demo_shop('shop', $scale, 42)"
 # how many churn seeds the leak touches: no order before the cutoff, a
 # first order after it (the parent the sampler used to show)
 q -c "SELECT count(*) AS customers,
