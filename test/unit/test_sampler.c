@@ -70,26 +70,32 @@ u16_eq(const uint16_t *a, const int *b, int n)
 /* Sequence 0 of b holds cells 0..n-1 with these column ids, rows and
  * semantic types (the target at position `target`, nothing NULL), then
  * padding up to S. */
+/* CHECK_EQ_INT for a helper that returns bool: fail, then return false. */
+#define CELL_EQ(a, b) do { long long _a = (long long) (a), _b = (long long) (b); \
+	if (_a != _b) { unit_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, _a, #b, _b); \
+		return false; } } while (0)
+
 static bool
 cells_are(const HwBatch *b, int n, const int *cols, const int *rows, const int *st, int target, int S)
 {
 	for (int p = 0; p < n; p++)
 	{
-		CHECK_EQ_INT(b->column_ids[p], cols[p]);
-		CHECK_EQ_INT(b->seq_row_ids[p], rows[p]);
-		CHECK_EQ_INT(b->semantic_types[p], st[p]);
-		CHECK_EQ_INT(b->is_padding[p], 0);
-		CHECK_EQ_INT(b->is_target[p], p == target);
-		CHECK_EQ_INT(b->is_null[p], 0);
+		CELL_EQ(b->column_ids[p], cols[p]);
+		CELL_EQ(b->seq_row_ids[p], rows[p]);
+		CELL_EQ(b->semantic_types[p], st[p]);
+		CELL_EQ(b->is_padding[p], 0);
+		CELL_EQ(b->is_target[p], p == target);
+		CELL_EQ(b->is_null[p], 0);
 	}
 	for (int p = n; p < S; p++)
 	{
-		CHECK_EQ_INT(b->is_padding[p], 1);
-		CHECK_EQ_INT(b->column_ids[p], 0);
-		CHECK_EQ_INT(b->is_target[p], 0);
+		CELL_EQ(b->is_padding[p], 1);
+		CELL_EQ(b->column_ids[p], 0);
+		CELL_EQ(b->is_target[p], 0);
 	}
 	return true;
 }
+#undef CELL_EQ
 
 static void
 print_u16(const char *what, const uint16_t *a, int n)
