@@ -50,24 +50,14 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "accuracy bench: databases '$dbs', steps $steps, seeds '$seeds', preset $preset, val_every $val_every, max_minutes ${max_minutes:-none}, shop scale $scale"
 echo "start $(date -u +%FT%TZ), load $(load), results in $out, commit $(git -C "$HW_ROOT" rev-parse --short HEAD)"
 
-if [ -z "${PGHOST:-}" ]; then
-	tmp=$(mktemp -d /tmp/headwater_acc_pg.XXXXXX)
-	trap 'cp "$tmp/server.log" "$out/server.log" 2>/dev/null; hw_cluster_stop "$tmp"; rm -rf "$tmp"' EXIT
-	flock /tmp/hw_test.lock bash -c "source '$HW_ROOT/scripts/lib.sh'; hw_build_install"
-	# A private copy of this build's library: on a shared machine another
-	# `make install` rewrites $libdir/headwater.so in place during the hour
-	# this runs, which kills a training worker that has it mapped.  The
-	# worker loads "headwater" through dynamic_library_path; the SQL
-	# functions are pointed there after CREATE EXTENSION (private_lib below).
-	mkdir -p "$tmp/lib"
-	cp "$HW_ROOT/headwater.so" "$tmp/lib/headwater.so"
-	chmod 755 "$tmp/lib" "$tmp/lib/headwater.so"
-	hw_cluster_start "$tmp" "${HW_BENCH_PORT:-54338}"
-	psql -X -q -d postgres -c "ALTER SYSTEM SET dynamic_library_path = '$tmp/lib:\$libdir'" -c "SELECT pg_reload_conf()" -o /dev/null
-	sleep 1
-	private_lib=1
-fi
-echo "library: $(md5sum "${tmp:+$tmp/lib/headwater.so}" 2>/dev/null || md5sum "$(pg_config --pkglibdir)/headwater.so")"
+# A throwaway cluster (unless PGHOST is set) serving a private copy of this
+# build's library: on a shared machine another `make install` rewrites
+# $libdir/headwater.so in place during the hour this runs, which kills a
+# training worker that has it mapped (scripts/lib.sh hw_bench_cluster).  The
+# server log is kept with the results.
+HW_BENCH_ON_EXIT='cp "$HW_BENCH_DIR/server.log" "$out/server.log" 2>/dev/null'
+hw_bench_cluster "${HW_BENCH_PORT:-54338}" private
+echo "library: $(md5sum "${HW_BENCH_PRIVATE_LIB:+$HW_BENCH_PRIVATE_LIB/headwater.so}" 2>/dev/null || md5sum "$(pg_config --pkglibdir)/headwater.so")"
 q() { local db=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 for db in acc_pagila acc_shop; do
 	dropdb --if-exists "$db" >/dev/null 2>&1
@@ -79,8 +69,8 @@ q acc_pagila -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwat
 q acc_shop -o /dev/null -c "SET client_min_messages = warning" -c "CREATE EXTENSION headwater" \
 	-c "SELECT rt_demo_shop('shop', $scale, 42)" -f "$here/shop_rows.sql"
 for db in acc_pagila acc_shop; do
-	if [ -n "${private_lib:-}" ]; then
-		q "$db" -c "UPDATE pg_proc SET probin = 'headwater' WHERE probin = '\$libdir/headwater'" -o /dev/null
+	hw_bench_private_lib "$db"
+	if [ -n "${HW_BENCH_PRIVATE_LIB:-}" ]; then
 		# prove it: the library mapped by a backend that called a headwater function
 		psql -X -q -At -d "$db" -c "SELECT * FROM rt_tasks('no_such_model')" \
 			-c "SELECT 'library mapped: ' || string_agg(DISTINCT m, ' ') FROM regexp_split_to_table(pg_read_file('/proc/' || pg_backend_pid() || '/maps'), E'\\n') l, LATERAL substring(l FROM '(/\\S*headwater\\.so)') m WHERE m IS NOT NULL" 2>/dev/null
