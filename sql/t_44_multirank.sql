@@ -57,9 +57,11 @@ FROM l44 a JOIN l44 b ON a.step = b.step AND a.split = b.split AND a.task IS NOT
 SELECT bool_or(a.loss <> b.loss) AS single_differs
 FROM l44 a JOIN l44 b ON a.step = b.step AND a.split = b.split AND a.split = 'train' AND a.m = 'ranks2' AND b.m = 'single';
 
--- 3. a rank that does not arrive in time fails the job, naming it: a
---    timeout of 1 us at every collective (the two threads miss each other at
---    the first all-reduce or, rarely, at the first checksum comparison)
+-- 3. a rank that does not arrive in time fails the job, naming it: the last
+--    rank sleeps 3 s at the start of each step (debug_rank_stall_ms, a test
+--    hook), rank 0 waits 0.2 s for it at the first all-reduce.  (A 1 us
+--    timeout without a late rank was not enough: on an idle machine the two
+--    threads can meet within it at every collective.)
 SET client_min_messages = warning;
 SELECT e.code AS sqlstate,
        regexp_replace(regexp_replace(regexp_replace(e.message, '(job|rank|step|rank\(s\)) [0-9]+', '\1 N', 'g'),
@@ -67,10 +69,10 @@ SELECT e.code AS sqlstate,
                       'at the (all-reduce|checksum comparison) for', 'at a gradient exchange or check for')
          AS message
 FROM pg_temp.err($$SELECT rt_train('m44', steps => 3, preset => 'tiny',
-                   options => '{"batch_size": 4, "seq_len": 48, "ranks": 2, "rank_timeout": 0.000001, "restart": true,
+                   options => '{"batch_size": 4, "seq_len": 48, "ranks": 2, "rank_timeout": 0.2, "debug_rank_stall_ms": 3000, "restart": true,
                                 "threads": 2, "val_every": 1000, "checkpoint_every": 1000}')$$) e;
 RESET client_min_messages;
-SELECT j.state, j.error ~ 'rank [01] waited .* for rank\(s\) [01], which did not arrive \(timeout\)' AS names_rank
+SELECT j.state, j.error ~ 'rank 0 waited 0.2 s at the all-reduce for rank\(s\) 1, which did not arrive \(timeout\)' AS names_rank
 FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm44' ORDER BY j.job_id DESC LIMIT 1;
 
 -- 4. the ranks of a job in headwater.rendezvous: one row each for the

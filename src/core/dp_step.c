@@ -4,6 +4,8 @@
  */
 #include "dp_step.h"
 
+#include <time.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ struct HwDpRank
 	HwBackend    *be;
 	HwCollective *c;
 	int           rank, world, accum;
+	int           stall_ms;    /* tests: a late rank (hw_dp_rank_set_stall) */
 	int64_t       numel;
 	float        *acc;         /* device [numel + 1]: summed gradients, then the loss sum */
 };
@@ -83,6 +86,12 @@ fail(HwDpRank *d, int rc, HwError *err)
 	return rc;
 }
 
+void
+hw_dp_rank_set_stall(HwDpRank *d, int ms)
+{
+	d->stall_ms = ms < 0 ? 0 : ms > 60000 ? 60000 : ms;
+}
+
 int
 hw_dp_step(HwDpRank *d, HwBatch *const *micro, HwStepResult *res, HwError *err)
 {
@@ -90,6 +99,13 @@ hw_dp_step(HwDpRank *d, HwBatch *const *micro, HwStepResult *res, HwError *err)
 	float  *grads = hw_model_device_buffer(d->m, 1);
 	float   loss = 0, lsum = 0, gn = 0, lr = 0;
 	int     rc;
+
+	if (d->stall_ms > 0)
+	{
+		struct timespec ts = { d->stall_ms / 1000, (long) (d->stall_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
 
 	if (d->world * d->accum == 1)
 		return fail(d, hw_model_train_step(d->m, micro[0], res, err), err);

@@ -43,6 +43,9 @@ typedef struct HwDpRank HwDpRank;
  * micro-batches per step.  Borrows m and c. */
 HwDpRank *hw_dp_rank_create(HwModel *m, HwCollective *c, int rank, int grad_accum, HwError *err);
 void      hw_dp_rank_free(HwDpRank *d);
+/* Tests only: sleep ms (0..60000) at the start of every step of this rank,
+ * so a peer's rank_timeout is reached deterministically. */
+void      hw_dp_rank_set_stall(HwDpRank *d, int ms);
 int       hw_dp_rank_grad_accum(const HwDpRank *d);
 
 /* One step on micro[0..grad_accum-1] (all of batch size micro[0]->B).

@@ -96,6 +96,7 @@ typedef struct HwTrainSettings
 	int32       grad_accum;         /* micro-batches per rank and step (1) */
 	int32       check_every;        /* steps between parameter checksum comparisons (100) */
 	double      rank_timeout;       /* seconds a collective waits for every rank (600) */
+	int32       debug_rank_stall_ms;   /* tests: the last rank sleeps this long each step (0) */
 	HwModelConfig   mcfg;           /* preset + overrides, validated */
 	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
 } HwTrainSettings;

@@ -600,6 +600,8 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 	for (int k = 0; k < W; k++)
 		if ((r->dp[k] = hw_dp_rank_create(r->rmodel[k], r->coll, k, A, &err)) == NULL)
 			hw_pg_raise_core_error(&err, psprintf("starting rank %d", k));
+	if (W > 1 && st->s.debug_rank_stall_ms > 0)
+		hw_dp_rank_set_stall(r->dp[W - 1], st->s.debug_rank_stall_ms);
 	for (int v = 0; v < V; v++)
 	{
 		if ((r->vsampler[v] = hw_sampler_clone_rank(sampler, v, V, &err)) == NULL)
