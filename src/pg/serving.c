@@ -42,10 +42,10 @@
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include <stdlib.h>
-#include <unistd.h>
 #include "hw_checkpoint.h"
 #include "hw_device.h"
 #include "hw_serving.h"
+#include "hw_train.h"
 #include "hw_serving_shared.h"
 
 #define HW_SERVING_CACHE_SIZE 4
@@ -682,13 +682,7 @@ void
 hw_serving_set_wide(HwServing *s, bool wide)
 {
 	if (strcmp(s->be->ops->name, "cpu") == 0)
-	{
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		int  n = wide ? hw_serving_threads : 1;
-
-		/* more threads than CPUs only oversubscribe them */
-		if (ncpu > 0 && n > ncpu)
-			n = (int) ncpu;
-		hw_backend_cpu_set_threads(s->be, n);
-	}
+		/* more threads than CPUs only oversubscribe them: clamped as
+		 * rt_train's threads option is */
+		hw_backend_cpu_set_threads(s->be, wide ? hw_train_clamp_threads(hw_serving_threads) : 1);
 }
