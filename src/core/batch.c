@@ -3,6 +3,7 @@
  */
 #include "batch.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,12 +56,16 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 	b->out_perm = calloc(bs, 2);
 	b->in_perm = calloc(bs, 2);
 	b->text_batch_embeddings = calloc((size_t) U * d_text + 1, 2);
+	b->seed_time = malloc(sizeof(float) * B);
+	if (b->seed_time)
+		for (int32_t i = 0; i < B; i++)
+			b->seed_time[i] = NAN;     /* no observation time until a sampler sets one */
 
 	if (!b->semantic_types || !b->column_ids || !b->seq_row_ids || !b->is_null ||
 		!b->numeric_values || !b->timestamp_values || !b->bool_values ||
 		!b->categorical_embed_ids || !b->text_embed_ids || !b->is_target ||
 		!b->is_padding || !b->fk_adj || !b->col_perm || !b->out_perm ||
-		!b->in_perm || !b->text_batch_embeddings)
+		!b->in_perm || !b->text_batch_embeddings || !b->seed_time)
 	{
 		hw_batch_free(b);
 		return NULL;
@@ -78,6 +83,7 @@ hw_batch_free(HwBatch *b)
 	free(b->seq_row_ids);
 	free(b->is_null);
 	free(b->numeric_values);
+	free(b->seed_time);
 	free(b->timestamp_values);
 	free(b->bool_values);
 	free(b->categorical_embed_ids);

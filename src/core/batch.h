@@ -22,6 +22,13 @@
  *   task_idx              [1]        uint32
  *   cat_emb_start         [1]        uint32
  *   cat_emb_count         [1]        uint32
+ *
+ * Beside the seed-000 tensors (not one of them, not stored with them):
+ *   seed_time             [B]        float32  each sequence's observation time,
+ *                                             z-scored like timestamp_values[..., 14];
+ *                                             NaN when it has none (no cutoff)
+ * The model derives its relative-time features from it (model.h); a batch
+ * without it (all NaN, the default) gets none.
  */
 #ifndef HW_BATCH_H
 #define HW_BATCH_H
@@ -50,6 +57,7 @@ typedef struct HwBatch
 	uint16_t *out_perm;
 	uint16_t *in_perm;
 	uint16_t *text_batch_embeddings;
+	float    *seed_time;        /* [B], not a seed-000 tensor: see above */
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */

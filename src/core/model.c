@@ -16,6 +16,7 @@
  * residual-stream gradient dx is one running buffer.
  */
 #include "model.h"
+#include "timeenc.h"
 #include "optim.h"
 #include "tape.h"
 #include "tensor.h"
@@ -66,7 +67,8 @@ struct HwModel
 
 	/* parameter offsets */
 	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
-				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b;
+				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b,
+				  o_ts_rel;   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
 	SubParams    *sp;         /* [L*A] */
 	FfnParams    *fp;         /* [L] */
 
@@ -86,6 +88,7 @@ struct HwModel
 	int32_t      *d_col, *d_cat_local, *d_text_local, *d_tidx, *d_tcat;
 	uint8_t      *d_is_null, *d_is_target, *d_bool, *d_tnull, *d_tbool;
 	float        *d_num, *d_ts, *d_tnum, *d_tts;
+	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -94,6 +97,7 @@ struct HwModel
 	/* host scratch */
 	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
 	float        *h_f32;
+	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];
@@ -121,6 +125,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->adam_eps = 1e-8f;
 	c->muon_momentum = 0.95f;
 	c->clip_norm = 1.0f;
+	c->rel_time = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -144,7 +149,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 {
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
-	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention)
+	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -168,6 +173,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 		!(c->adam_b1 >= 0 && c->adam_b1 < 1) || !(c->adam_b2 >= 0 && c->adam_b2 < 1))
 		return hw_error_set(err, HW_ERR_INVALID, "invalid optimiser settings (lr > 0, 0 <= betas < 1, clip_norm > 0)");
 	c->full_attention = c->full_attention ? 1 : 0;
+	c->rel_time = c->rel_time ? 1 : 0;
 	return HW_OK;
 }
 
@@ -258,6 +264,9 @@ build_params(HwModel *m)
 	addp(m, "head.bool.b", 1, 1, 1, &ok);
 	addp(m, "head.ts.b", 1, 15, 1, &ok);
 	addp(m, "head.cat.b", 1, D, 1, &ok);
+	/* last, so that every other parameter keeps its offset and initial
+	 * draw whether or not the model has it */
+	m->o_ts_rel = m->cfg.rel_time ? addp(m, "enc.ts_rel.w", 2, D, HW_REL_TIME_DIM, &ok) : -1;
 	return ok;
 }
 
@@ -408,6 +417,7 @@ layout_activations(HwModel *m, HwArena *a)
 	m->d_bool = hw_arena_bytes(a, N);
 	m->d_num = hw_arena_floats(a, N);
 	m->d_ts = hw_arena_floats(a, N * 15);
+	m->d_trel = m->cfg.rel_time ? hw_arena_floats(a, N * HW_REL_TIME_DIM) : NULL;
 	m->d_tidx = hw_arena_bytes(a, B * 4);
 	m->d_tcat = hw_arena_bytes(a, B * 4);
 	m->d_tnull = hw_arena_bytes(a, B);
@@ -475,6 +485,7 @@ hw_model_free(HwModel *m)
 	free(m->sa);
 	free(m->fa);
 	free(m->h_i32a);
+	free(m->h_trel);
 	free(m->h_i32b);
 	free(m->h_catmap);
 	free(m->h_tidx);
@@ -625,7 +636,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	m->h_f32 = malloc(sizeof(float) * (size_t) m->Nmax * (m->Dt > 16 ? m->Dt : 16));
 	m->h_u8a = malloc(m->Bmax);
 	m->h_u8b = malloc(m->Bmax);
-	if (!m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
+	m->h_trel = cfg.rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
+	if ((cfg.rel_time && !m->h_trel) || !m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 		!m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b || !build_params(m))
 		goto nomem;
 
@@ -783,6 +795,28 @@ op_linear(HwModel *m, const char *label, const char *inputs, LinArgs a, const fl
 	if (b)
 		m->be->ops->add_bias(m->be, a.Y, b, a.M, a.Nout);
 	rec(m, "linear", label, inputs, a.M, a.Nout, linear_bw, &a, sizeof(a), t0);
+}
+
+/* relative time: e[N,D] += trel[N,4] @ enc.ts_rel.w^T (trel is data: no dX);
+ * backward dW (+=) de^T @ trel, reading de before the encoder's backward. */
+static void
+rel_time_bw(void *ctx, const HwTapeRec *r)
+{
+	HwModel *m = ctx;
+	int      N = *(const int *) r->args.bytes;
+
+	m->be->ops->gemm(m->be, true, false, m->D, HW_REL_TIME_DIM, N, 1.0f, m->de, m->D, m->d_trel, HW_REL_TIME_DIM,
+					 1.0f, G(m->o_ts_rel), HW_REL_TIME_DIM);
+}
+
+static void
+op_rel_time(HwModel *m, int N)
+{
+	double t0 = hw_now_ms();
+
+	m->be->ops->gemm(m->be, false, true, N, m->D, HW_REL_TIME_DIM, 1.0f, m->d_trel, HW_REL_TIME_DIM,
+					 P(m->o_ts_rel), HW_REL_TIME_DIM, 1.0f, m->e, m->D);
+	rec(m, "linear", "enc.ts_rel", "batch,enc.ts_rel.w", N, m->D, rel_time_bw, &N, sizeof(N), t0);
 }
 
 /* rmsnorm: out = rms(x; g) (out may be gathered rows); backward dx (+=) after optional zeroing. */
@@ -1055,6 +1089,29 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		o->memcpy_h2d(be, m->d_tts, tnum + B, sizeof(float) * B * 15);
 		free(tnum);
 	}
+	if (m->cfg.rel_time)
+	{
+		/* [N, HW_REL_TIME_DIM]: non-zero only on visible timestamp cells of a
+		 * sequence with an observation time (timeenc.h) */
+		memset(m->h_trel, 0, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
+		for (int b = 0; b < B; b++)
+		{
+			float ref = bt->seed_time[b];
+
+			if (isnan(ref))
+				continue;
+			for (int s = 0; s < S; s++)
+			{
+				int64_t i = (int64_t) b * S + s;
+
+				if (bt->semantic_types[i] == HW_ST_TIMESTAMP && !bt->is_null[i] && !bt->is_target[i] &&
+					!bt->is_padding[i])
+					hw_rel_time_features(ref, bt->timestamp_values[i * 15 + 14],
+										 m->h_trel + i * HW_REL_TIME_DIM);
+			}
+		}
+		o->memcpy_h2d(be, m->d_trel, m->h_trel, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
+	}
 	m->B = B;
 	m->S = S;
 	m->N = N;
@@ -1165,6 +1222,8 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 		o->encoder_forward(be, m->e, &a.in, &w, N, D);
 		rec(m, "encoder", "enc.e", "batch,colproj,catproj,textproj", N, D, encoder_bw, &a, sizeof(a), t0);
 	}
+	if (m->o_ts_rel >= 0)
+		op_rel_time(m, N);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	op_rmsnorm(m, "h0", "enc.e,enc.norm.g",
 			   (NormArgs){ .out = x, .rstd = m->rstd0, .x = m->e, .g = P(m->o_enc_g), .dout = m->dx,
@@ -1520,6 +1579,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 
 		o->encoder_forward(be, m->e, &in, &w, N, D);
 	}
+	if (m->o_ts_rel >= 0)
+		gemm_blocks(m, B, m->S, D, HW_REL_TIME_DIM, m->d_trel, HW_REL_TIME_DIM, P(m->o_ts_rel), 1.0f, m->e, D);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 

@@ -41,6 +41,7 @@
  *                           the [1,D] ones AdamW; all wd
  *   head.null.b [1], head.num.b [1], head.bool.b [1], head.ts.b [15],
  *   head.cat.b [D]          contiguous [18+D]                        AdamW
+ *   enc.ts_rel.w [D,4]      only when cfg.rel_time, last             Muon, wd
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
@@ -53,7 +54,10 @@
  *                 | 3 bool_emb[v] | 4 cat.w @ cat_table[id] + cat.b
  *                 | 5 text.w @ text_emb[id] + text.b | other: 0
  *   val[n]      = is_null ? null_emb : val;  val = is_target ? mask_emb : val
- *   x           = rms(colproj[col[n]] + val[n]; enc.norm.g)       [N, D]
+ *   rel[n]      = rel_time ? trel[n] @ enc.ts_rel.w^T : 0, trel [N,4] the
+ *                 relative-time features of a visible timestamp cell of a
+ *                 sequence with an observation time (timeenc.h), else 0
+ *   x           = rms(colproj[col[n]] + val[n] + rel[n]; enc.norm.g)  [N, D]
  *   attention sublayer s (same normed input for projections and gate):
  *     xn        = rms(x; s.norm.g)
  *     [q|k|v|gp]= xn @ [wq; wk; wv; wgate]^T                       [N, 4D]
@@ -118,6 +122,10 @@ typedef struct HwModelConfig
 	float    muon_momentum;    /* 0.95 */
 	float    clip_norm;        /* 1.0 */
 	uint64_t seed;             /* init RNG */
+	/* 1 (the presets): timestamp cells also get relative-time features,
+	 * e += trel @ enc.ts_rel.w^T (timeenc.h, docs/model.md); 0: a model
+	 * without them (state blobs before version 3 load as 0). */
+	int32_t  rel_time;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -264,7 +272,7 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 2     /* 2: + sched_start, sched_start_lr; 1 still loads */
+#define HW_MODEL_STATE_VERSION 3     /* 2: + sched_start, sched_start_lr; 3: + rel_time; 1, 2 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

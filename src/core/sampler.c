@@ -1132,6 +1132,16 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 	}
 	w->heap_n = 0;
 	w->edges_n = 0;
+	/* the observation time, z-scored exactly as enc_time's last slot (the
+	 * model's relative-time features compare the two) */
+	if (obs == HW_NO_CUTOFF)
+		bt->seed_time[b] = NAN;
+	else
+	{
+		double sd = snap->ts_std_us > 0 ? snap->ts_std_us : 1.0;
+
+		bt->seed_time[b] = (float) (((double) obs - snap->ts_mean_us) / sd);
+	}
 
 	/* row 0: the seed */
 	if (t->kind == HW_TASK_QUERY)

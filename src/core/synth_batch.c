@@ -194,6 +194,19 @@ hw_synth_batch(const HwSynthSpec *spec, uint64_t index)
 		perm_by_key(bt->out_perm + base, key, S, R - 1);
 		memcpy(bt->in_perm + base, bt->out_perm + base, sizeof(uint16_t) * S);
 	}
+	/* observation times from their own stream (the draws above are as they
+	 * were before seed_time existed): every third sequence has none */
+	{
+		HwRng rt;
+
+		hw_rng_seed(&rt, (spec->seed * 0x9E3779B97F4A7C15ULL + index + 1) ^ 0x5eed71e5ULL);
+		for (int b = 0; b < B; b++)
+		{
+			float z = (float) hw_rng_normal(&rt) + 1.0f;
+
+			bt->seed_time[b] = b % 3 == 2 ? NAN : z;
+		}
+	}
 	free(key);
 	return bt;
 }

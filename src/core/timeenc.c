@@ -75,3 +75,19 @@ hw_time_encode(int64_t us, double mean_us, double std_us, float out[HW_TIMEENC_D
 
 	out[14] = (float) (((double) us - mean_us) / sd);
 }
+
+void
+hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM])
+{
+	if (isnan(seed_z) || isnan(cell_z))
+	{
+		out[0] = out[1] = out[2] = out[3] = 0.0f;
+		return;
+	}
+	double d = (double) seed_z - (double) cell_z, a = fabs(d), sg = d < 0 ? -1.0 : 1.0;
+
+	out[0] = (float) (d > 8.0 ? 8.0 : d < -8.0 ? -8.0 : d);
+	out[1] = (float) (sg * log1p(16.0 * a) / log(17.0));
+	out[2] = (float) (sg * log1p(256.0 * a) / log(257.0));
+	out[3] = 1.0f;
+}

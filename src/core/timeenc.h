@@ -21,6 +21,24 @@
 
 void hw_time_encode(int64_t epoch_us, double mean_us, double std_us, float out[HW_TIMEENC_DIM]);
 
+/*
+ * Relative-time features of a timestamp cell (the model's, not the batch's:
+ * docs/model.md "Relative time").  With d = seed_z - cell_z, the time from
+ * the cell to the sequence's observation time in units of the database's
+ * timestamp std (positive: before it), both z-scored as out[14] above:
+ *   out[0] = d clamped to [-8, 8]
+ *   out[1] = sign(d) log(1 + 16 |d|) / log(17)      (1 at one std)
+ *   out[2] = sign(d) log(1 + 256 |d|) / log(257)    (finer near 0)
+ *   out[3] = 1                                      (an observation time exists)
+ * seed_z NaN (no observation time): all four 0.  So "how long before the
+ * observation time" is a direct input of every timestamp cell, on linear
+ * and logarithmic scales, instead of a difference the attention must form
+ * between two absolute times.
+ */
+#define HW_REL_TIME_DIM 4
+
+void hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM]);
+
 /* The calendar fields the encoding is made of (UTC). */
 typedef struct HwTimeFields
 {

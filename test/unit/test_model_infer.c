@@ -35,6 +35,7 @@ batch_pick(const HwBatch *bt, const int *idx, int n)
 		CP(col_perm, 1); CP(out_perm, 1); CP(in_perm, 1);
 #undef CP
 		memcpy(o->fk_adj + (size_t) j * R * R, bt->fk_adj + (size_t) idx[j] * R * R, R * R);
+		o->seed_time[j] = bt->seed_time[idx[j]];
 	}
 	if (bt->U > 0)
 		memcpy(o->text_batch_embeddings, bt->text_batch_embeddings, sizeof(uint16_t) * bt->U * bt->d_text);

@@ -209,20 +209,51 @@ fnv64(const uint8_t *p, size_t n)
 	return h;
 }
 
-/* The schedule continuation travels in the state (version 2); a version 1
- * state (no continuation fields) still loads, with a straight schedule. */
+/* blob rewritten as an older version: `drop` bytes cut from the end of its
+ * config (version 3 -> 2: rel_time, 4 bytes; -> 1: also the 8 bytes of the
+ * schedule continuation), checksum redone; *olen its length */
+static uint8_t *
+state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, size_t *olen)
+{
+	uint32_t cb;
+	uint8_t *o = malloc(len - drop);
+
+	memcpy(&cb, blob + 8, 4);
+	memcpy(o, blob, 12 + cb - drop);
+	memcpy(o + 12 + cb - drop, blob + 12 + cb, len - 12 - cb);
+	cb -= drop;
+	memcpy(o + 4, &ver, 4);
+	memcpy(o + 8, &cb, 4);
+	*olen = len - drop;
+	{
+		uint64_t h = fnv64(o, *olen - 8);
+		memcpy(o + *olen - 8, &h, 8);
+	}
+	return o;
+}
+
+/* The schedule continuation travels in the state (version 2), rel_time too
+ * (version 3); a version 1 or 2 state (no such fields) of a model without
+ * relative time still loads, with a straight schedule and rel_time 0. */
 UNIT_TEST(model_state_schedule_fields_and_v1)
 {
 	HwError    err = {0};
 	HwBackend *be = hw_backend_cpu_create(1, &err);
 	uint16_t  *c1, *k1;
-	HwModel   *a = make_model(be, &c1, &k1, 100, &err), *r;
-	uint8_t   *blob, *v1;
-	size_t     len;
-	uint32_t   ver, cb;
+	HwModelConfig c;
+	HwModel   *a, *r, *rt;
+	uint8_t   *blob, *old;
+	size_t     len, olen;
 	HwModelConfig rc;
 
+	/* a model as trained before relative time */
+	hw_model_config_preset(&c, "tiny", &err);
+	c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 20; c.total_steps = 100;
+	c.rel_time = 0;
+	hw_synth_tables(DT, 3, &c1, &k1);
+	a = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(a);
+	CHECK(hw_model_param_index(a, "enc.ts_rel.w") < 0);
 	CHECK_EQ_INT(run_steps(a, HW_ST_BOOLEAN, 0, 3, NULL, &err), HW_OK);
 	((HwModelConfig *) hw_model_config(a))->sched_start = 30;
 	((HwModelConfig *) hw_model_config(a))->sched_start_lr = 1.25e-3f;
@@ -230,28 +261,40 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
 	CHECK_EQ_INT(rc.sched_start, 30);
 	CHECK(rc.sched_start_lr == 1.25e-3f);
-	/* the same state as version 1: drop the 8 bytes after the v1 config */
-	memcpy(&cb, blob + 8, 4);
-	v1 = malloc(len - 8);
-	memcpy(v1, blob, 12 + cb - 8);
-	memcpy(v1 + 12 + cb - 8, blob + 12 + cb, len - 12 - cb);
-	ver = 1;
-	cb -= 8;
-	memcpy(v1 + 4, &ver, 4);
-	memcpy(v1 + 8, &cb, 4);
+	CHECK_EQ_INT(rc.rel_time, 0);
+	for (uint32_t ver = 1; ver <= 2; ver++)
 	{
-		uint64_t h = fnv64(v1, len - 16);
-		memcpy(v1 + len - 16, &h, 8);
+		old = state_as_version(blob, len, ver, ver == 1 ? 12 : 4, &olen);
+		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
+		if (r)
+		{
+			CHECK_EQ_INT(hw_model_step(r), 3);
+			CHECK_EQ_INT(hw_model_config(r)->sched_start, ver == 1 ? 0 : 30);
+			CHECK_EQ_INT(hw_model_config(r)->rel_time, 0);
+			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
+			hw_model_free(r);
+		}
+		free(old);
 	}
-	r = hw_model_state_deserialize(v1, len - 8, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 1 state: %s", err.msg);
-	CHECK_EQ_INT(hw_model_step(r), 3);
-	CHECK_EQ_INT(hw_model_config(r)->sched_start, 0);
-	CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
-	hw_model_free(r);
+	free(blob); free(c1); free(k1);
+	/* a model with relative time (the presets' default) keeps it through its state */
+	rt = make_model(be, &c1, &k1, 100, &err);
+	CHECK(rt && hw_model_config(rt)->rel_time == 1 && hw_model_param_index(rt, "enc.ts_rel.w") >= 0);
+	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
+	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+	CHECK_MSG(r != NULL, "version 3 state: %s", err.msg);
+	if (r)
+	{
+		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
+		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
+		hw_model_free(r);
+	}
+	hw_model_free(rt);
 	hw_model_free(a);
 	hw_backend_destroy(be);
-	free(blob); free(v1); free(c1); free(k1);
+	free(blob); free(c1); free(k1);
 }
 
 /* A NaN parameter: the step fails with HW_ERR_NUMERIC and changes nothing. */

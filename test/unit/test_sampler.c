@@ -151,6 +151,9 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 
 	hw_time_encode(T0_US + 20 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
 	CHECK(memcmp(b->timestamp_values + 0 * 15, ts, sizeof(ts)) == 0);
+	/* the seed's observation time (a cell task: its own time, day 20), z-scored
+	 * exactly as its timestamp cell: what the model's relative time reads */
+	CHECK(b->seed_time[0] == ts[14]);
 	hw_time_encode(T0_US + 10 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
 	CHECK(memcmp(b->timestamp_values + 5 * 15, ts, sizeof(ts)) == 0);
 	/* fk_adj [1,3,3]: o1 -> c0, o0 -> c0 (the structure the key cells carried) */

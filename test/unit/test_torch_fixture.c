@@ -285,6 +285,7 @@ run_fixture(const char *tag)
 			goto done;
 		}
 	}
+	cfg.rel_time = 0;     /* the PyTorch reference model has no relative-time features */
 	bt = fx_batch(&fx, msg, sizeof(msg));
 	if (!bt)
 	{

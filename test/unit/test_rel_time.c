@@ -1,0 +1,168 @@
+/*
+ * test_rel_time.c: the relative-time features (timeenc.h) and where the
+ * model uses them: only visible timestamp cells of a sequence with an
+ * observation time.  The gradient of enc.ts_rel.w is checked by
+ * test_model.c's finite differences (synthetic batches carry seed_time).
+ */
+#include "unit.h"
+#include "model.h"
+#include "synth_batch.h"
+#include "tensor.h"
+#include "timeenc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* values computed by hand: log(1+16*0.5)/log(17) = log 9 / log 17, etc. */
+UNIT_TEST(rel_time_features_hand_computed)
+{
+	float f[HW_REL_TIME_DIM];
+
+	hw_rel_time_features(1.0f, 0.5f, f);            /* half a std before */
+	CHECK_CLOSE(f[0], 0.5, 1e-7, 0);
+	CHECK_CLOSE(f[1], 0.7755238700769802, 1e-6, 0);
+	CHECK_CLOSE(f[2], 0.8757876680750967, 1e-6, 0);
+	CHECK_CLOSE(f[3], 1.0, 0, 0);
+	hw_rel_time_features(-1.0f, 1.0f, f);           /* two std after: negative */
+	CHECK_CLOSE(f[0], -2.0, 1e-7, 0);
+	CHECK_CLOSE(f[1], -1.234113755959037, 1e-6, 0);
+	CHECK_CLOSE(f[2], -1.1245612332036714, 1e-6, 0);
+	hw_rel_time_features(15.0f, -5.0f, f);          /* d = 20: linear part clamped */
+	CHECK_CLOSE(f[0], 8.0, 0, 0);
+	CHECK_CLOSE(f[1], 2.037065487933654, 1e-6, 0);
+	CHECK_CLOSE(f[2], 1.539194071371942, 1e-6, 0);
+	hw_rel_time_features(0.25f, 0.25f, f);          /* at the observation time */
+	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 1.0f);
+	hw_rel_time_features(NAN, 0.25f, f);            /* no observation time */
+	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 0.0f);
+}
+
+typedef struct RtFix
+{
+	HwBackend     *be;
+	HwModel       *m;
+	uint16_t      *colt, *catt;
+	HwBatch       *b;
+	HwPredictions *p;
+} RtFix;
+
+static int
+rt_make(RtFix *f, int stype)
+{
+	HwError       err = {0};
+	HwModelConfig c;
+	HwSynthSpec   sp = { .B = 6, .S = 32, .d_text = 32, .target_stype = stype, .seed = 5 };
+
+	memset(f, 0, sizeof(*f));
+	hw_model_config_preset(&c, "tiny", &err);
+	c.d_text = 32;
+	c.seq_len = 32;
+	c.batch_size = 6;
+	f->be = hw_backend_cpu_create(1, &err);
+	hw_synth_tables(c.d_text, 3, &f->colt, &f->catt);
+	f->m = hw_model_create(&c, f->colt, HW_SYNTH_NCOLS, f->catt, HW_SYNTH_NCAT, f->be, &err);
+	f->b = hw_synth_batch(&sp, 0);
+	f->p = hw_predictions_alloc(6, 8);
+	return f->m && f->b && f->p && hw_model_param_index(f->m, "enc.ts_rel.w") >= 0;
+}
+
+static void
+rt_free(RtFix *f)
+{
+	hw_predictions_free(f->p);
+	hw_model_free(f->m);
+	hw_batch_free(f->b);
+	hw_backend_destroy(f->be);
+	free(f->colt);
+	free(f->catt);
+}
+
+/* enc.ts_rel.w := scale * (a fixed pattern), so that it visibly matters */
+static void
+set_rel_w(RtFix *f, float scale)
+{
+	HwError err = {0};
+	int64_t n = (int64_t) hw_model_config(f->m)->d_model * HW_REL_TIME_DIM;
+	float  *w = malloc(sizeof(float) * n);
+
+	for (int64_t k = 0; k < n; k++)
+		w[k] = scale * (float) sin(1.7 * (double) k + 0.3);
+	hw_model_set_tensor(f->m, 0, "enc.ts_rel.w", w, n, &err);
+	free(w);
+}
+
+/* predictions ([B] values) of the fixture's batch as it is now */
+static void
+values(RtFix *f, float *out)
+{
+	HwError err = {0};
+	float   loss;
+
+	CHECK_EQ_INT(hw_model_eval(f->m, f->b, &loss, f->p, &err), HW_OK);
+	memcpy(out, f->p->value, sizeof(float) * f->b->B);
+}
+
+/* Without an observation time the weights of relative time do not matter;
+ * with one they do, for the sequences that have it. */
+UNIT_TEST(model_rel_time_needs_an_observation_time)
+{
+	RtFix f;
+	float a[6], z[6];
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	for (int b = 0; b < 6; b++)
+		f.b->seed_time[b] = NAN;
+	set_rel_w(&f, 2.0f);
+	values(&f, a);
+	set_rel_w(&f, 0.0f);
+	values(&f, z);
+	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	for (int b = 0; b < 6; b++)
+		f.b->seed_time[b] = b % 2 ? 0.7f : NAN;
+	set_rel_w(&f, 2.0f);
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] != z[b] : a[b] == z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	rt_free(&f);
+}
+
+/* A NULL timestamp cell and a masked timestamp target get no relative-time
+ * input: what their value slots hold changes no prediction. */
+UNIT_TEST(model_rel_time_skips_null_and_target_cells)
+{
+	RtFix f;
+	float a[6], z[6];
+	int   S = 32, changed = 0;
+
+	CHECK(rt_make(&f, HW_ST_TIMESTAMP));
+	for (int b = 0; b < 6; b++)
+		f.b->seed_time[b] = 0.4f;
+	set_rel_w(&f, 2.0f);
+	/* one input timestamp cell per sequence made NULL (value slots zero, as the sampler writes it) */
+	for (int b = 0; b < 6; b++)
+		for (int s = 0; s < S; s++)
+		{
+			size_t i = (size_t) b * S + s;
+
+			if (f.b->semantic_types[i] == HW_ST_TIMESTAMP && !f.b->is_target[i] && !f.b->is_padding[i])
+			{
+				f.b->is_null[i] = 1;
+				memset(f.b->timestamp_values + i * 15, 0, 15 * sizeof(float));
+				break;
+			}
+		}
+	values(&f, a);
+	/* garbage in the epoch slot of every NULL and every target timestamp cell */
+	for (int i = 0; i < 6 * S; i++)
+		if (f.b->semantic_types[i] == HW_ST_TIMESTAMP && (f.b->is_null[i] || f.b->is_target[i]) &&
+			!f.b->is_padding[i])
+		{
+			f.b->timestamp_values[(size_t) i * 15 + 14] += 3.5f;
+			changed++;
+		}
+	CHECK(changed >= 6);
+	values(&f, z);
+	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	rt_free(&f);
+}
