@@ -27,8 +27,13 @@
  *   seed_time             [B]        float32  each sequence's observation time,
  *                                             z-scored like timestamp_values[..., 14];
  *                                             NaN when it has none (no cutoff)
- * The model derives its relative-time features from it (model.h); a batch
- * without it (all NaN, the default) gets none.
+ *   link_key              [B,S]      uint32   per cell, the key of the FK edge (and its
+ *                                             direction) through which the sampler reached
+ *                                             the cell's row; 0: none (seed, anchor,
+ *                                             label-history rows, padding)
+ * The model derives its relative-time features from seed_time and its link
+ * codes from link_key (model.h); a batch without them (NaN / 0, the
+ * defaults) gets none.
  */
 #ifndef HW_BATCH_H
 #define HW_BATCH_H
@@ -58,6 +63,7 @@ typedef struct HwBatch
 	uint16_t *in_perm;
 	uint16_t *text_batch_embeddings;
 	float    *seed_time;        /* [B], not a seed-000 tensor: see above */
+	uint32_t *link_key;         /* [B,S], not a seed-000 tensor: see above */
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */

@@ -68,7 +68,8 @@ struct HwModel
 	/* parameter offsets */
 	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
 				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b,
-				  o_ts_rel;   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
+				  o_ts_rel,   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
+				  o_link;     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
 	SubParams    *sp;         /* [L*A] */
 	FfnParams    *fp;         /* [L] */
 
@@ -89,6 +90,7 @@ struct HwModel
 	uint8_t      *d_is_null, *d_is_target, *d_bool, *d_tnull, *d_tbool;
 	float        *d_num, *d_ts, *d_tnum, *d_tts;
 	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
+	float        *d_link;     /* [N, HW_LINK_DIM] link codes (cfg.link_types) */
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -98,6 +100,7 @@ struct HwModel
 	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
 	float        *h_f32;
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
+	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];
@@ -126,6 +129,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->muon_momentum = 0.95f;
 	c->clip_norm = 1.0f;
 	c->rel_time = 1;
+	c->link_types = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -149,7 +153,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 {
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
-	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time)
+	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -174,6 +178,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID, "invalid optimiser settings (lr > 0, 0 <= betas < 1, clip_norm > 0)");
 	c->full_attention = c->full_attention ? 1 : 0;
 	c->rel_time = c->rel_time ? 1 : 0;
+	c->link_types = c->link_types ? 1 : 0;
 	return HW_OK;
 }
 
@@ -187,6 +192,20 @@ int hw_model_n_params(const HwModel *m) { return m->pt.n; }
 int64_t hw_model_numel(const HwModel *m) { return m->pt.numel; }
 const HwParamInfo *hw_model_param_info(const HwModel *m, int i) { return (i >= 0 && i < m->pt.n) ? &m->pt.p[i] : NULL; }
 int hw_model_param_index(const HwModel *m, const char *name) { return hw_params_find(&m->pt, name); }
+
+/* link code: bit j of splitmix64(key) -> +-1/sqrt(HW_LINK_DIM) in slot j (model.h) */
+void
+hw_link_code(uint32_t key, float out[HW_LINK_DIM])
+{
+	uint64_t z = (uint64_t) key + 0x9E3779B97F4A7C15ULL;
+	float    a = 1.0f / sqrtf((float) HW_LINK_DIM);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	z ^= z >> 31;
+	for (int j = 0; j < HW_LINK_DIM; j++)
+		out[j] = (z >> j) & 1 ? a : -a;
+}
 
 /* ------------------------------------------------------------------ params */
 
@@ -267,6 +286,7 @@ build_params(HwModel *m)
 	/* last, so that every other parameter keeps its offset and initial
 	 * draw whether or not the model has it */
 	m->o_ts_rel = m->cfg.rel_time ? addp(m, "enc.ts_rel.w", 2, D, HW_REL_TIME_DIM, &ok) : -1;
+	m->o_link = m->cfg.link_types ? addp(m, "enc.link.w", 2, D, HW_LINK_DIM, &ok) : -1;
 	return ok;
 }
 
@@ -300,7 +320,7 @@ init_params(HwModel *m, float *host)
 		}
 		else if (ends_with(p->name, "_emb") || strcmp(p->name, "enc.num.w") == 0 ||
 				 strcmp(p->name, "enc.col.w") == 0 || strcmp(p->name, "enc.cat.w") == 0 ||
-				 strcmp(p->name, "enc.text.w") == 0)
+				 strcmp(p->name, "enc.text.w") == 0 || strcmp(p->name, "enc.link.w") == 0)
 			std = 1.0;          /* inputs are unit vectors / scalars: outputs ~ N(0,1) */
 		else if (strncmp(p->name, "head.", 5) == 0)
 			std = 0.1 / sqrt((double) p->shape[1]);
@@ -418,6 +438,7 @@ layout_activations(HwModel *m, HwArena *a)
 	m->d_num = hw_arena_floats(a, N);
 	m->d_ts = hw_arena_floats(a, N * 15);
 	m->d_trel = m->cfg.rel_time ? hw_arena_floats(a, N * HW_REL_TIME_DIM) : NULL;
+	m->d_link = m->cfg.link_types ? hw_arena_floats(a, N * HW_LINK_DIM) : NULL;
 	m->d_tidx = hw_arena_bytes(a, B * 4);
 	m->d_tcat = hw_arena_bytes(a, B * 4);
 	m->d_tnull = hw_arena_bytes(a, B);
@@ -486,6 +507,7 @@ hw_model_free(HwModel *m)
 	free(m->fa);
 	free(m->h_i32a);
 	free(m->h_trel);
+	free(m->h_link);
 	free(m->h_i32b);
 	free(m->h_catmap);
 	free(m->h_tidx);
@@ -637,7 +659,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	m->h_u8a = malloc(m->Bmax);
 	m->h_u8b = malloc(m->Bmax);
 	m->h_trel = cfg.rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
-	if ((cfg.rel_time && !m->h_trel) || !m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
+	m->h_link = cfg.link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
+	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) || !m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 		!m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b || !build_params(m))
 		goto nomem;
 
@@ -797,26 +820,28 @@ op_linear(HwModel *m, const char *label, const char *inputs, LinArgs a, const fl
 	rec(m, "linear", label, inputs, a.M, a.Nout, linear_bw, &a, sizeof(a), t0);
 }
 
-/* relative time: e[N,D] += trel[N,4] @ enc.ts_rel.w^T (trel is data: no dX);
- * backward dW (+=) de^T @ trel, reading de before the encoder's backward. */
-static void
-rel_time_bw(void *ctx, const HwTapeRec *r)
-{
-	HwModel *m = ctx;
-	int      N = *(const int *) r->args.bytes;
+/* side features (relative time, link codes): e[N,D] += X[N,K] @ W[D,K]^T
+ * (X is data: no dX); backward dW (+=) de^T @ X, reading de before the
+ * encoder's backward does. */
+typedef struct SideArgs { const float *X; int64_t w; int N, K; } SideArgs;
 
-	m->be->ops->gemm(m->be, true, false, m->D, HW_REL_TIME_DIM, N, 1.0f, m->de, m->D, m->d_trel, HW_REL_TIME_DIM,
-					 1.0f, G(m->o_ts_rel), HW_REL_TIME_DIM);
+static void
+side_bw(void *ctx, const HwTapeRec *r)
+{
+	HwModel        *m = ctx;
+	const SideArgs *a = (const SideArgs *) r->args.bytes;
+
+	m->be->ops->gemm(m->be, true, false, m->D, a->K, a->N, 1.0f, m->de, m->D, a->X, a->K, 1.0f, G(a->w), a->K);
 }
 
 static void
-op_rel_time(HwModel *m, int N)
+op_side(HwModel *m, const char *label, const char *inputs, const float *X, int64_t w, int N, int K)
 {
-	double t0 = hw_now_ms();
+	double   t0 = hw_now_ms();
+	SideArgs a = { X, w, N, K };
 
-	m->be->ops->gemm(m->be, false, true, N, m->D, HW_REL_TIME_DIM, 1.0f, m->d_trel, HW_REL_TIME_DIM,
-					 P(m->o_ts_rel), HW_REL_TIME_DIM, 1.0f, m->e, m->D);
-	rec(m, "linear", "enc.ts_rel", "batch,enc.ts_rel.w", N, m->D, rel_time_bw, &N, sizeof(N), t0);
+	m->be->ops->gemm(m->be, false, true, N, m->D, K, 1.0f, X, K, P(w), K, 1.0f, m->e, m->D);
+	rec(m, "linear", label, inputs, N, m->D, side_bw, &a, sizeof(a), t0);
 }
 
 /* rmsnorm: out = rms(x; g) (out may be gathered rows); backward dx (+=) after optional zeroing. */
@@ -1112,6 +1137,20 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		}
 		o->memcpy_h2d(be, m->d_trel, m->h_trel, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
 	}
+	if (m->cfg.link_types)
+	{
+		/* [N, HW_LINK_DIM]: every cell of a row reached through an FK gets its link's code */
+		for (int64_t i = 0; i < N; i++)
+		{
+			float *f = m->h_link + i * HW_LINK_DIM;
+
+			if (bt->link_key[i] != 0 && !bt->is_padding[i])
+				hw_link_code(bt->link_key[i], f);
+			else
+				memset(f, 0, sizeof(float) * HW_LINK_DIM);
+		}
+		o->memcpy_h2d(be, m->d_link, m->h_link, sizeof(float) * (size_t) N * HW_LINK_DIM);
+	}
 	m->B = B;
 	m->S = S;
 	m->N = N;
@@ -1223,7 +1262,9 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 		rec(m, "encoder", "enc.e", "batch,colproj,catproj,textproj", N, D, encoder_bw, &a, sizeof(a), t0);
 	}
 	if (m->o_ts_rel >= 0)
-		op_rel_time(m, N);
+		op_side(m, "enc.ts_rel", "batch,enc.ts_rel.w", m->d_trel, m->o_ts_rel, N, HW_REL_TIME_DIM);
+	if (m->o_link >= 0)
+		op_side(m, "enc.link", "batch,enc.link.w", m->d_link, m->o_link, N, HW_LINK_DIM);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	op_rmsnorm(m, "h0", "enc.e,enc.norm.g",
 			   (NormArgs){ .out = x, .rstd = m->rstd0, .x = m->e, .g = P(m->o_enc_g), .dout = m->dx,
@@ -1581,6 +1622,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 	}
 	if (m->o_ts_rel >= 0)
 		gemm_blocks(m, B, m->S, D, HW_REL_TIME_DIM, m->d_trel, HW_REL_TIME_DIM, P(m->o_ts_rel), 1.0f, m->e, D);
+	if (m->o_link >= 0)
+		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 

@@ -41,7 +41,8 @@
  *                           the [1,D] ones AdamW; all wd
  *   head.null.b [1], head.num.b [1], head.bool.b [1], head.ts.b [15],
  *   head.cat.b [D]          contiguous [18+D]                        AdamW
- *   enc.ts_rel.w [D,4]      only when cfg.rel_time, last             Muon, wd
+ *   enc.ts_rel.w [D,4]      only when cfg.rel_time, after the heads  Muon, wd
+ *   enc.link.w [D,32]       only when cfg.link_types, last           Muon, wd
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
@@ -57,7 +58,9 @@
  *   rel[n]      = rel_time ? trel[n] @ enc.ts_rel.w^T : 0, trel [N,4] the
  *                 relative-time features of a visible timestamp cell of a
  *                 sequence with an observation time (timeenc.h), else 0
- *   x           = rms(colproj[col[n]] + val[n] + rel[n]; enc.norm.g)  [N, D]
+ *   lnk[n]      = link_types ? code(link_key[n]) @ enc.link.w^T : 0, code the
+ *                 fixed +-1/sqrt(32) vector of hw_link_code (0 without a key)
+ *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n]; enc.norm.g)
  *   attention sublayer s (same normed input for projections and gate):
  *     xn        = rms(x; s.norm.g)
  *     [q|k|v|gp]= xn @ [wq; wk; wv; wgate]^T                       [N, 4D]
@@ -126,6 +129,13 @@ typedef struct HwModelConfig
 	 * e += trel @ enc.ts_rel.w^T (timeenc.h, docs/model.md); 0: a model
 	 * without them (state blobs before version 3 load as 0). */
 	int32_t  rel_time;
+	/* 1 (the presets): every cell of a row the sampler reached through an
+	 * FK also gets that link's code (which FK, which direction),
+	 * e += link @ enc.link.w^T (hw_link_code); 0: none (state blobs before
+	 * version 3 load as 0).  fk_adj says only that two rows are linked, not
+	 * by which FK: an order a customer placed and one they received as a
+	 * gift looked alike. */
+	int32_t  link_types;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -137,6 +147,13 @@ typedef struct HwModelConfig
 	 * 0: by step alone. */
 	double   sched_min_t;
 } HwModelConfig;
+
+/* The link code of a link key (HwBatch.link_key, nonzero): bit j of
+ * splitmix64(key) gives +-1/sqrt(HW_LINK_DIM) in slot j.  Fixed, not
+ * learned: enc.link.w learns what each code means; distinct keys give
+ * nearly orthogonal codes. */
+#define HW_LINK_DIM 32
+void hw_link_code(uint32_t key, float out[HW_LINK_DIM]);
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
  * "base" (256,8,6,1024,32); d_text 256, lr 3e-3, warmup 100, total 10000. */
@@ -272,7 +289,7 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 3     /* 2: + sched_start, sched_start_lr; 3: + rel_time; 1, 2 still load */
+#define HW_MODEL_STATE_VERSION 3     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types; 1, 2 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

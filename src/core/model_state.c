@@ -12,7 +12,8 @@
  * weight_decay adam_b1 adam_b2 adam_eps muon_momentum clip_norm, u64 seed,
  * and from version 2: i32 sched_start, f32 sched_start_lr (version 1 blobs
  * load with both 0: a straight run's schedule), from version 3: i32
- * rel_time (older blobs load with 0: their models have no enc.ts_rel.w).
+ * rel_time, i32 link_types (older blobs load with 0: their models have no
+ * enc.ts_rel.w, enc.link.w).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -23,7 +24,7 @@
 #define MAGIC "HWMS"
 #define CONFIG_BYTES_V1 (8 * 4 + 4 + 2 * 4 + 6 * 4 + 8)
 #define CONFIG_BYTES_V2 (CONFIG_BYTES_V1 + 4 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V2 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V2 + 4 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -76,7 +77,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->weight_decay); PUT(w, c->adam_b1); PUT(w, c->adam_b2); PUT(w, c->adam_eps);
 	PUT(w, c->muon_momentum); PUT(w, c->clip_norm); PUT(w, c->seed);
 	PUT(w, c->sched_start); PUT(w, c->sched_start_lr);
-	PUT(w, c->rel_time);
+	PUT(w, c->rel_time); PUT(w, c->link_types);
 }
 
 int
@@ -192,7 +193,10 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->sched_start_lr);
 	}
 	if (ver >= 3)
+	{
 		GET(r, c->rel_time);
+		GET(r, c->link_types);
+	}
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

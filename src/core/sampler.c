@@ -22,6 +22,7 @@
 #include "timeenc.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -52,6 +53,28 @@ hash5(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
 	h = mix64(h ^ d);
 	h = mix64(h ^ e);
 	return h;
+}
+
+/*
+ * Link key of FK f crossed towards the parent (dir 0) or the child (dir 1):
+ * a hash of the child table's, the constraint's and the parent table's
+ * names, so it stays the same across rt_refresh (FK indices may not); never
+ * 0 (0 is "no link": the seed, the anchor, label-history rows).  The model
+ * turns it into a fixed code (model.h, link_types).
+ */
+static uint32_t
+fk_link_key(const HwSnapshot *snap, int f, int dir)
+{
+	const HwForeignKey *k = &snap->fks[f];
+	const char *ct = k->child_table >= 0 && k->child_table < snap->ntables ? snap->tables[k->child_table].name : "";
+	const char *pt = k->parent_table >= 0 && k->parent_table < snap->ntables ? snap->tables[k->parent_table].name : "";
+	const char *nm = k->name ? k->name : "";
+	char        buf[512];
+	int         n = snprintf(buf, sizeof(buf), "%s\x1f%s\x1f%s\x1f%d", ct ? ct : "", nm, pt ? pt : "", dir);
+	uint64_t    h = hw_hash_key_text(buf, (size_t) (n < (int) sizeof(buf) ? n : (int) sizeof(buf) - 1));
+	uint32_t    key = (uint32_t) (h ^ (h >> 32));
+
+	return key ? key : 1;
 }
 
 /* splitmix64 stream: the per-sequence RNG */
@@ -132,6 +155,7 @@ typedef struct HeapEnt
 	uint16_t table;             /* table of a real row (saves a row_table miss) */
 	uint8_t  virt;              /* 1: history virtual row (row = task seed index);
 								 * 2: context label (row = index in SeqSpec.ctx) */
+	uint32_t link;              /* link key of the edge that reached the row (0: none) */
 } HeapEnt;
 
 typedef struct Scratch
@@ -156,6 +180,7 @@ typedef struct Scratch
 	size_t    nb_cap;
 	int32_t  *distinct;         /* distinct column ids of a sequence */
 	uint16_t *count;
+	uint32_t  cur_link;         /* link key heap_push gives the rows it pushes (0: none) */
 } Scratch;
 
 typedef struct SeqOut
@@ -223,6 +248,7 @@ struct HwSampler
 	uint32_t  recent_k;         /* resolved recent_children */
 	uint16_t *fk_child_table;   /* [nfks] */
 	uint16_t *fk_parent_table;  /* [nfks] */
+	uint32_t *fk_link;          /* [nfks][2] link keys: [f][0] a parent reached through FK f, [f][1] a child */
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -376,7 +402,7 @@ heap_push(Scratch *w, uint64_t key, uint32_t row, uint16_t hops, uint16_t table,
 		grow((void **) &w->heap, &w->heap_cap, w->heap_n + 1, sizeof(HeapEnt)) != 0)
 		return false;
 	size_t i = w->heap_n++;
-	HeapEnt e = {key, row, hops, table, virt};
+	HeapEnt e = {key, row, hops, table, virt, w->cur_link};
 
 	while (i > 0)
 	{
@@ -1132,6 +1158,7 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 	}
 	w->heap_n = 0;
 	w->edges_n = 0;
+	w->cur_link = 0;            /* the anchor: reached by no FK */
 	/* the observation time, z-scored exactly as enc_time's last slot (the
 	 * model's relative-time features compare the two) */
 	if (obs == HW_NO_CUTOFF)
@@ -1219,6 +1246,8 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 		ncells = emit_row(s, bt, base, ncells, local, g, e.table,
 						  is_seed_row ? t->target_col : -1, sp->with_truth);
+		for (int c = w->row_start[nrows]; c < ncells; c++)
+			bt->link_key[base + c] = e.link;
 		w->row_len[nrows] = (uint16_t) (ncells - w->row_start[nrows]);
 		w->row_hops[nrows] = e.hops;
 		nrows++;
@@ -1242,6 +1271,7 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 			if (w->visit_gen[p] == w->gen || (hide_future && snap->row_time_us[p] > obs))
 				continue;
+			w->cur_link = s->fk_link[2 * snap->fp_fk[k]];
 			if (!heap_push(w, prio(0, h, &rng), p, (uint16_t) h, s->fk_parent_table[snap->fp_fk[k]], 0))
 				return false;
 		}
@@ -1253,11 +1283,13 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 			while (k < k1 && snap->pf_fk[k] == fk)
 				k++;
+			w->cur_link = s->fk_link[2 * fk + 1];
 			if (!(s->fk_recent[fk] ? push_children_recent(s, w, k0, k, obs, h, s->fk_child_table[fk], &rng)
 				  : push_children(s, w, k0, k, obs, h, s->fk_child_table[fk], &rng)))
 				return false;
 			k0 = k;
 		}
+		w->cur_link = 0;        /* label-history rows: no FK */
 		if (vseed_local >= 0 && g == sp->anchor_row && e.hops == 1 &&
 			!push_history(s, w, t, sp, g, obs, h,
 						  t->split_method != HW_SPLIT_BY_HASH && sp->seed_idx >= 0 ? t->split[sp->seed_idx] : -1,
@@ -1605,6 +1637,7 @@ hw_sampler_free(HwSampler *s)
 	free(s->fk_recent);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
+	free(s->fk_link);
 	free(s->weights);
 	free(s->task_key);
 	free(s->tasks);
@@ -1846,7 +1879,8 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		s->fk_child_table = malloc(sizeof(uint16_t) * ((size_t) snap->nfks + 1));
 		s->fk_parent_table = malloc(sizeof(uint16_t) * ((size_t) snap->nfks + 1));
 		s->fk_recent = calloc((size_t) snap->nfks + 1, 1);
-		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent)
+		s->fk_link = malloc(sizeof(uint32_t) * 2 * ((size_t) snap->nfks + 1));
+		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent || !s->fk_link)
 			goto oom;
 		for (uint64_t e = 0; e < ne; e++)
 			s->pf_time[e] = snap->row_time_us[snap->pf_dst[e]];
@@ -1856,6 +1890,8 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		{
 			s->fk_child_table[f] = (uint16_t) snap->fks[f].child_table;
 			s->fk_parent_table[f] = (uint16_t) snap->fks[f].parent_table;
+			for (int dir = 0; dir < 2; dir++)
+				s->fk_link[2 * f + dir] = fk_link_key(snap, f, dir);
 			s->fk_recent[f] = s->recent && snap->fks[f].child_table >= 0 &&
 				snap->fks[f].child_table < snap->ntables &&
 				snap->tables[snap->fks[f].child_table].time_col >= 0;

@@ -177,6 +177,11 @@ hw_synth_batch(const HwSynthSpec *spec, uint64_t index)
 					memset(bt->timestamp_values + i * 15, 0, 15 * sizeof(float));
 				}
 			}
+			/* link keys: the parent reached from row 0, the children from the
+			 * parent (two FKs, alternating), row 0 none */
+			for (int p = pos - nc < 0 ? 0 : pos - nc; p < pos; p++)
+				if (bt->seq_row_ids[base + p] == row)
+					bt->link_key[base + p] = row == 0 ? 0u : row == 1 ? 0x51u : row % 2 ? 0xc3u : 0x7du;
 			if (row == 0)
 				bt->fk_adj[((size_t) b * R + 0) * R + 1] = 1;
 			else if (row >= 2)

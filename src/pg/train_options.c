@@ -72,6 +72,8 @@ static const OptSpec opt_specs[] = {
 	{"full_attention", OPT_FLAG, 0, 1, false, "adds the full-attention sublayer"},
 	{"rel_time", OPT_FLAG, 0, 1, false,
 	 "gives timestamp cells their time before the observation time as an input (default true; false: absolute times only, as models trained before the option)"},
+	{"link_types", OPT_FLAG, 0, 1, false,
+	 "tells the model through which foreign key (and direction) each row was reached (default true; false: as models trained before the option)"},
 	{"max_rows", OPT_INT, 1, 65535, false, "rows per sequence"},
 	{"child_width", OPT_INT, 1, 64, false, "children kept per foreign key and row"},
 	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},

@@ -1,8 +1,10 @@
 /*
- * test_rel_time.c: the relative-time features (timeenc.h) and where the
- * model uses them: only visible timestamp cells of a sequence with an
- * observation time.  The gradient of enc.ts_rel.w is checked by
- * test_model.c's finite differences (synthetic batches carry seed_time).
+ * test_rel_time.c: the model's side features -- relative time (timeenc.h)
+ * and link codes (model.h) -- and where the model uses them: relative time
+ * only on visible timestamp cells of a sequence with an observation time,
+ * link codes only on rows reached through an FK.  The gradients of
+ * enc.ts_rel.w and enc.link.w are checked by test_model.c's finite
+ * differences (synthetic batches carry seed_time and link_key).
  */
 #include "unit.h"
 #include "model.h"
@@ -164,5 +166,73 @@ UNIT_TEST(model_rel_time_skips_null_and_target_cells)
 	CHECK(changed >= 6);
 	values(&f, z);
 	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	rt_free(&f);
+}
+
+/* splitmix64's published first output for seed 0 is 0xE220A8397B1DCDAF;
+ * hw_link_code(0) must be its bits, LSB first, as +-1/sqrt(32) */
+UNIT_TEST(link_code_is_splitmix_bits)
+{
+	const uint64_t z = 0xE220A8397B1DCDAFULL;
+	float          c[HW_LINK_DIM], d[HW_LINK_DIM];
+	double         norm = 0, dot = 0;
+
+	hw_link_code(0, c);
+	for (int j = 0; j < HW_LINK_DIM; j++)
+	{
+		CHECK_CLOSE(c[j], ((z >> j) & 1) ? 0.17677669529663687 : -0.17677669529663687, 1e-7, 0);
+		norm += (double) c[j] * c[j];
+	}
+	CHECK_CLOSE(norm, 1.0, 1e-6, 0);
+	hw_link_code(0x51u, c);
+	hw_link_code(0x52u, d);
+	for (int j = 0; j < HW_LINK_DIM; j++)
+		dot += (double) c[j] * d[j];
+	CHECK(dot < 0.99);              /* neighbouring keys: different codes */
+	hw_link_code(0x51u, d);
+	CHECK(memcmp(c, d, sizeof(c)) == 0);
+}
+
+/* enc.link.w := scale * pattern */
+static void
+set_link_w(RtFix *f, float scale)
+{
+	HwError err = {0};
+	int64_t n = (int64_t) hw_model_config(f->m)->d_model * HW_LINK_DIM;
+	float  *w = malloc(sizeof(float) * n);
+
+	for (int64_t k = 0; k < n; k++)
+		w[k] = scale * (float) cos(0.9 * (double) k + 0.1);
+	hw_model_set_tensor(f->m, 0, "enc.link.w", w, n, &err);
+	free(w);
+}
+
+/* Without link keys enc.link.w does not matter; with them it does, and only
+ * for the sequences that have keys. */
+UNIT_TEST(model_link_codes_only_on_linked_rows)
+{
+	RtFix     f;
+	float     a[6], z[6];
+	uint32_t *keys;
+	int       N = 6 * 32;
+
+	CHECK(rt_make(&f, HW_ST_BOOLEAN));
+	CHECK(hw_model_param_index(f.m, "enc.link.w") >= 0);
+	keys = malloc(sizeof(uint32_t) * N);
+	memcpy(keys, f.b->link_key, sizeof(uint32_t) * N);
+	memset(f.b->link_key, 0, sizeof(uint32_t) * N);
+	set_link_w(&f, 3.0f);
+	values(&f, a);
+	set_link_w(&f, 0.0f);
+	values(&f, z);
+	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	/* keys back on sequences 1, 3, 5 only */
+	for (int b = 1; b < 6; b += 2)
+		memcpy(f.b->link_key + b * 32, keys + b * 32, sizeof(uint32_t) * 32);
+	set_link_w(&f, 3.0f);
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] != z[b] : a[b] == z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	free(keys);
 	rt_free(&f);
 }

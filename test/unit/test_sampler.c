@@ -154,6 +154,13 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 	/* the seed's observation time (a cell task: its own time, day 20), z-scored
 	 * exactly as its timestamp cell: what the model's relative time reads */
 	CHECK(b->seed_time[0] == ts[14]);
+	/* link keys (the model's link codes): the seed row none; c0 reached as
+	 * o1's parent and o0 as c0's child through the same FK, in the two
+	 * directions: two different nonzero keys, the same on every cell of a row */
+	CHECK(b->link_key[0] == 0 && b->link_key[1] == 0);
+	CHECK(b->link_key[2] != 0 && b->link_key[3] == b->link_key[2] && b->link_key[4] == b->link_key[2]);
+	CHECK(b->link_key[5] != 0 && b->link_key[6] == b->link_key[5] && b->link_key[5] != b->link_key[2]);
+	CHECK(b->link_key[7] == 0);      /* padding */
 	hw_time_encode(T0_US + 10 * DAY_US, s->ts_mean_us, s->ts_std_us, ts);
 	CHECK(memcmp(b->timestamp_values + 5 * 15, ts, sizeof(ts)) == 0);
 	/* fk_adj [1,3,3]: o1 -> c0, o0 -> c0 (the structure the key cells carried) */
