@@ -99,10 +99,12 @@ WHERE b.task = 'gift42' AND c.checkpoint_id <> b.checkpoint_id
   AND c.model_id = (SELECT model_id FROM headwater.model WHERE name = 'm42');
 
 -- 5. the choice follows the table: make the first checkpoint the best on
---    gift42 only; votes42 keeps its own
-UPDATE headwater.checkpoint_metric SET value = 1.0
-WHERE task_id = (SELECT task_id FROM headwater.task WHERE name = 'gift42')
-  AND checkpoint_id = (SELECT min(checkpoint_id) FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm42');
+--    gift42 only (AUROC 1.0 there, 0.5 at the others: the model may reach
+--    1.0 itself, and a tie goes to the lower loss); votes42 keeps its own
+UPDATE headwater.checkpoint_metric
+SET value = CASE WHEN checkpoint_id = (SELECT min(checkpoint_id) FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+                                       WHERE m.name = 'm42') THEN 1.0 ELSE 0.5 END
+WHERE task_id = (SELECT task_id FROM headwater.task WHERE name = 'gift42');
 SELECT pg_temp.served('gift42') = (SELECT min(checkpoint_id) FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm42') AS gift_follows,
        pg_temp.served('votes42') = (SELECT checkpoint_id FROM best42 WHERE task = 'votes42') AS votes_unchanged;
 -- without metric rows, a task falls back to is_best (mixed val loss)
