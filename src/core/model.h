@@ -41,7 +41,7 @@
  *                           the [1,D] ones AdamW; all wd
  *   head.null.b [1], head.num.b [1], head.bool.b [1], head.ts.b [15],
  *   head.cat.b [D]          contiguous [18+D]                        AdamW
- *   enc.ts_rel.w [D,4]      only when cfg.rel_time, after the heads  Muon, wd
+ *   enc.ts_rel.w [D,20]     only when cfg.rel_time, after the heads  Muon, wd
  *   enc.link.w [D,32]       only when cfg.link_types, last           Muon, wd
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
@@ -55,7 +55,7 @@
  *                 | 3 bool_emb[v] | 4 cat.w @ cat_table[id] + cat.b
  *                 | 5 text.w @ text_emb[id] + text.b | other: 0
  *   val[n]      = is_null ? null_emb : val;  val = is_target ? mask_emb : val
- *   rel[n]      = rel_time ? trel[n] @ enc.ts_rel.w^T : 0, trel [N,4] the
+ *   rel[n]      = rel_time ? trel[n] @ enc.ts_rel.w^T : 0, trel [N,20] the
  *                 relative-time features of a visible timestamp cell of a
  *                 sequence with an observation time (timeenc.h), else 0
  *   lnk[n]      = link_types ? code(link_key[n]) @ enc.link.w^T : 0, code the

@@ -81,7 +81,8 @@ hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM])
 {
 	if (isnan(seed_z) || isnan(cell_z))
 	{
-		out[0] = out[1] = out[2] = out[3] = 0.0f;
+		for (int k = 0; k < HW_REL_TIME_DIM; k++)
+			out[k] = 0.0f;
 		return;
 	}
 	double d = (double) seed_z - (double) cell_z, a = fabs(d), sg = d < 0 ? -1.0 : 1.0;
@@ -90,4 +91,10 @@ hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM])
 	out[1] = (float) (sg * log1p(16.0 * a) / log(17.0));
 	out[2] = (float) (sg * log1p(256.0 * a) / log(257.0));
 	out[3] = 1.0f;
+	for (int k = 0; k < HW_REL_TIME_RAMPS; k++)
+	{
+		double t = exp2((k - 12) / 2.0), r = (d - t) / t;
+
+		out[4 + k] = (float) (r < 0 ? 0.0 : r > 1 ? 1.0 : r);
+	}
 }

@@ -17,7 +17,7 @@ CREATE TEMP TABLE p AS SELECT * FROM rt_model_params('status');
 -- tiny: 15 encoder tensors + 2 layers x (3 sublayers x 7 + 4 FFN) + final norm + 10 head tensors
 -- + the relative-time and link-code weights (rel_time, link_types: on by default), last
 SELECT is((SELECT count(*) FROM p), 78::bigint, 'tiny has 78 parameter tensors');
-SELECT is((SELECT shape FROM p WHERE name = 'enc.ts_rel.w'), '{64,4}'::int[], 'relative-time weights [D, 4]');
+SELECT is((SELECT shape FROM p WHERE name = 'enc.ts_rel.w'), '{64,20}'::int[], 'relative-time weights [D, 20]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.link.w'), '{64,32}'::int[], 'link-code weights [D, 32]');
 SELECT is((SELECT shape FROM p WHERE name = 'layer1.col.tau'), '{4}'::int[], 'per-head tau of 4 heads');
 SELECT is((SELECT optimizer || '/' || weight_decay FROM p WHERE name = 'layer0.ffn.w2'), 'muon/true',

@@ -26,18 +26,31 @@ UNIT_TEST(rel_time_features_hand_computed)
 	CHECK_CLOSE(f[1], 0.7755238700769802, 1e-6, 0);
 	CHECK_CLOSE(f[2], 0.8757876680750967, 1e-6, 0);
 	CHECK_CLOSE(f[3], 1.0, 0, 0);
+	/* ramps, t_k = 2^((k-12)/2): d = 0.5 is past t_8 = 0.25 (1), inside
+	 * [t_9, 2 t_9] = [0.3536, 0.7071] ((0.5 - 0.3536) / 0.3536 = sqrt(2) - 1),
+	 * at t_10 = 0.5 (0) and before the rest (0) */
+	for (int k = 0; k <= 8; k++)
+		CHECK_CLOSE(f[4 + k], 1.0, 1e-6, 0);
+	CHECK_CLOSE(f[4 + 9], 0.41421356237309515, 1e-6, 0);
+	for (int k = 10; k < 16; k++)
+		CHECK_CLOSE(f[4 + k], 0.0, 1e-7, 0);
 	hw_rel_time_features(-1.0f, 1.0f, f);           /* two std after: negative */
 	CHECK_CLOSE(f[0], -2.0, 1e-7, 0);
 	CHECK_CLOSE(f[1], -1.234113755959037, 1e-6, 0);
 	CHECK_CLOSE(f[2], -1.1245612332036714, 1e-6, 0);
+	for (int k = 0; k < 16; k++)
+		CHECK(f[4 + k] == 0.0f);                    /* after the observation time: no ramp */
 	hw_rel_time_features(15.0f, -5.0f, f);          /* d = 20: linear part clamped */
 	CHECK_CLOSE(f[0], 8.0, 0, 0);
 	CHECK_CLOSE(f[1], 2.037065487933654, 1e-6, 0);
 	CHECK_CLOSE(f[2], 1.539194071371942, 1e-6, 0);
+	for (int k = 0; k < 16; k++)
+		CHECK(f[4 + k] == 1.0f);                    /* 20 std: past every ramp */
 	hw_rel_time_features(0.25f, 0.25f, f);          /* at the observation time */
 	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 1.0f);
 	hw_rel_time_features(NAN, 0.25f, f);            /* no observation time */
-	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 0.0f);
+	for (int k = 0; k < HW_REL_TIME_DIM; k++)
+		CHECK(f[k] == 0.0f);
 }
 
 typedef struct RtFix
