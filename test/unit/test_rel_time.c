@@ -93,19 +93,22 @@ rt_free(RtFix *f)
 	free(f->catt);
 }
 
-/* enc.ts_rel.w := scale * (a fixed pattern), so that it visibly matters */
+/* weight `name` [D, K] := scale * (a fixed pattern), so that it visibly matters */
 static void
-set_rel_w(RtFix *f, float scale)
+set_side_w(RtFix *f, const char *name, int K, float scale)
 {
 	HwError err = {0};
-	int64_t n = (int64_t) hw_model_config(f->m)->d_model * HW_REL_TIME_DIM;
+	int64_t n = (int64_t) hw_model_config(f->m)->d_model * K;
 	float  *w = malloc(sizeof(float) * n);
 
 	for (int64_t k = 0; k < n; k++)
 		w[k] = scale * (float) sin(1.7 * (double) k + 0.3);
-	hw_model_set_tensor(f->m, 0, "enc.ts_rel.w", w, n, &err);
+	CHECK_EQ_INT(hw_model_set_tensor(f->m, 0, name, w, n, &err), HW_OK);
 	free(w);
 }
+
+static void set_rel_w(RtFix *f, float scale) { set_side_w(f, "enc.ts_rel.w", HW_REL_TIME_DIM, scale); }
+static void set_link_w(RtFix *f, float scale) { set_side_w(f, "enc.link.w", HW_LINK_DIM, scale); }
 
 /* predictions ([B] values) of the fixture's batch as it is now */
 static void
@@ -204,20 +207,6 @@ UNIT_TEST(link_code_is_splitmix_bits)
 	CHECK(dot < 0.99);              /* neighbouring keys: different codes */
 	hw_link_code(0x51u, d);
 	CHECK(memcmp(c, d, sizeof(c)) == 0);
-}
-
-/* enc.link.w := scale * pattern */
-static void
-set_link_w(RtFix *f, float scale)
-{
-	HwError err = {0};
-	int64_t n = (int64_t) hw_model_config(f->m)->d_model * HW_LINK_DIM;
-	float  *w = malloc(sizeof(float) * n);
-
-	for (int64_t k = 0; k < n; k++)
-		w[k] = scale * (float) cos(0.9 * (double) k + 0.1);
-	hw_model_set_tensor(f->m, 0, "enc.link.w", w, n, &err);
-	free(w);
 }
 
 /* Without link keys enc.link.w does not matter; with them it does, and only
