@@ -660,7 +660,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	m->h_u8b = malloc(m->Bmax);
 	m->h_trel = cfg.rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
 	m->h_link = cfg.link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
-	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) || !m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
+	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) ||
+		!m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 		!m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b || !build_params(m))
 		goto nomem;
 
