@@ -58,6 +58,8 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 	b->text_batch_embeddings = calloc((size_t) U * d_text + 1, 2);
 	b->seed_time = malloc(sizeof(float) * B);
 	b->link_key = calloc(bs, 4);
+	b->child_key = calloc(bs * HW_CHILD_LINKS, 4);
+	b->child_count = calloc(bs * HW_CHILD_LINKS * HW_CHILD_WINDOWS, 2);
 	if (b->seed_time)
 		for (int32_t i = 0; i < B; i++)
 			b->seed_time[i] = NAN;     /* no observation time until a sampler sets one */
@@ -66,7 +68,8 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 		!b->numeric_values || !b->timestamp_values || !b->bool_values ||
 		!b->categorical_embed_ids || !b->text_embed_ids || !b->is_target ||
 		!b->is_padding || !b->fk_adj || !b->col_perm || !b->out_perm ||
-		!b->in_perm || !b->text_batch_embeddings || !b->seed_time || !b->link_key)
+		!b->in_perm || !b->text_batch_embeddings || !b->seed_time || !b->link_key ||
+		!b->child_key || !b->child_count)
 	{
 		hw_batch_free(b);
 		return NULL;
@@ -86,6 +89,8 @@ hw_batch_free(HwBatch *b)
 	free(b->numeric_values);
 	free(b->seed_time);
 	free(b->link_key);
+	free(b->child_key);
+	free(b->child_count);
 	free(b->timestamp_values);
 	free(b->bool_values);
 	free(b->categorical_embed_ids);

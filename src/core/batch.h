@@ -31,9 +31,19 @@
  *                                             direction) through which the sampler reached
  *                                             the cell's row; 0: none (seed, anchor,
  *                                             label-history rows, padding)
- * The model derives its relative-time features from seed_time and its link
- * codes from link_key (model.h); a batch without them (NaN / 0, the
- * defaults) gets none.
+ *   child_key             [B,S,L]    uint32   per cell, the link keys (a child reached
+ *                                             through FK f) of the first L = HW_CHILD_LINKS
+ *                                             child FKs of the cell's row; 0: none
+ *   child_count           [B,S,L,W]  uint16   per cell and child FK, W = HW_CHILD_WINDOWS
+ *                                             counts (saturating) of the row's children
+ *                                             through that FK that the sampler could show:
+ *                                             [0] all at or before the observation time,
+ *                                             [j >= 1] those dated within window j before
+ *                                             it (sampler.h); the row's temporal degree
+ * The model derives its relative-time features from seed_time, its link
+ * codes from link_key and its child-count features from child_key and
+ * child_count (model.h); a batch without them (NaN / 0, the defaults) gets
+ * none.
  */
 #ifndef HW_BATCH_H
 #define HW_BATCH_H
@@ -41,6 +51,8 @@
 #include "hw_common.h"
 
 #define HW_TS_DIM 15
+#define HW_CHILD_LINKS   6      /* child FKs per row whose counts a cell carries */
+#define HW_CHILD_WINDOWS 12     /* counts per child FK: all, then 11 time windows */
 
 typedef struct HwBatch
 {
@@ -64,6 +76,8 @@ typedef struct HwBatch
 	uint16_t *text_batch_embeddings;
 	float    *seed_time;        /* [B], not a seed-000 tensor: see above */
 	uint32_t *link_key;         /* [B,S], not a seed-000 tensor: see above */
+	uint32_t *child_key;        /* [B,S,HW_CHILD_LINKS], not a seed-000 tensor */
+	uint16_t *child_count;      /* [B,S,HW_CHILD_LINKS,HW_CHILD_WINDOWS], not a seed-000 tensor */
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */

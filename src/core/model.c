@@ -69,7 +69,8 @@ struct HwModel
 	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
 				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b,
 				  o_ts_rel,   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
-				  o_link;     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
+				  o_link,     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
+				  o_cnt;      /* enc.cnt.w [D, HW_CNT_DIM]; -1 without child counts */
 	SubParams    *sp;         /* [L*A] */
 	FfnParams    *fp;         /* [L] */
 
@@ -91,6 +92,7 @@ struct HwModel
 	float        *d_num, *d_ts, *d_tnum, *d_tts;
 	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
 	float        *d_link;     /* [N, HW_LINK_DIM] link codes (cfg.link_types) */
+	float        *d_cnt;      /* [N, HW_CNT_DIM] child-count features (cfg.child_counts) */
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -101,6 +103,7 @@ struct HwModel
 	float        *h_f32;
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
+	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];
@@ -130,6 +133,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->clip_norm = 1.0f;
 	c->rel_time = 1;
 	c->link_types = 1;
+	c->child_counts = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -154,6 +158,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
+	I(child_counts)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -179,6 +184,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->full_attention = c->full_attention ? 1 : 0;
 	c->rel_time = c->rel_time ? 1 : 0;
 	c->link_types = c->link_types ? 1 : 0;
+	c->child_counts = c->child_counts ? 1 : 0;
 	return HW_OK;
 }
 
@@ -205,6 +211,30 @@ hw_link_code(uint32_t key, float out[HW_LINK_DIM])
 	z ^= z >> 31;
 	for (int j = 0; j < HW_LINK_DIM; j++)
 		out[j] = (z >> j) & 1 ? a : -a;
+}
+
+/* child-count features of one cell (model.h) */
+void
+hw_child_count_features(const uint32_t *key, const uint16_t *count, float out[HW_CNT_DIM])
+{
+	memset(out, 0, sizeof(float) * HW_CNT_DIM);
+	for (int l = 0; l < HW_CHILD_LINKS; l++)
+	{
+		float code[HW_LINK_DIM];
+
+		if (key[l] == 0)
+			continue;
+		hw_link_code(key[l], code);
+		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		{
+			uint16_t n = count[l * HW_CHILD_WINDOWS + w];
+			float    v = n ? 0.25f * log1pf((float) n) : 0.0f;
+
+			if (v != 0.0f)
+				for (int j = 0; j < HW_LINK_DIM; j++)
+					out[w * HW_LINK_DIM + j] += v * code[j];
+		}
+	}
 }
 
 /* ------------------------------------------------------------------ params */
@@ -287,6 +317,7 @@ build_params(HwModel *m)
 	 * draw whether or not the model has it */
 	m->o_ts_rel = m->cfg.rel_time ? addp(m, "enc.ts_rel.w", 2, D, HW_REL_TIME_DIM, &ok) : -1;
 	m->o_link = m->cfg.link_types ? addp(m, "enc.link.w", 2, D, HW_LINK_DIM, &ok) : -1;
+	m->o_cnt = m->cfg.child_counts ? addp(m, "enc.cnt.w", 2, D, HW_CNT_DIM, &ok) : -1;
 	return ok;
 }
 
@@ -322,6 +353,8 @@ init_params(HwModel *m, float *host)
 				 strcmp(p->name, "enc.col.w") == 0 || strcmp(p->name, "enc.cat.w") == 0 ||
 				 strcmp(p->name, "enc.text.w") == 0 || strcmp(p->name, "enc.link.w") == 0)
 			std = 1.0;          /* inputs are unit vectors / scalars: outputs ~ N(0,1) */
+		else if (strcmp(p->name, "enc.cnt.w") == 0)
+			std = 1.0 / sqrt((double) HW_CHILD_WINDOWS);   /* a row's 12 counts ~ one unit vector */
 		else if (strncmp(p->name, "head.", 5) == 0)
 			std = 0.1 / sqrt((double) p->shape[1]);
 		else
@@ -439,6 +472,7 @@ layout_activations(HwModel *m, HwArena *a)
 	m->d_ts = hw_arena_floats(a, N * 15);
 	m->d_trel = m->cfg.rel_time ? hw_arena_floats(a, N * HW_REL_TIME_DIM) : NULL;
 	m->d_link = m->cfg.link_types ? hw_arena_floats(a, N * HW_LINK_DIM) : NULL;
+	m->d_cnt = m->cfg.child_counts ? hw_arena_floats(a, N * HW_CNT_DIM) : NULL;
 	m->d_tidx = hw_arena_bytes(a, B * 4);
 	m->d_tcat = hw_arena_bytes(a, B * 4);
 	m->d_tnull = hw_arena_bytes(a, B);
@@ -508,6 +542,7 @@ hw_model_free(HwModel *m)
 	free(m->h_i32a);
 	free(m->h_trel);
 	free(m->h_link);
+	free(m->h_cnt);
 	free(m->h_i32b);
 	free(m->h_catmap);
 	free(m->h_tidx);
@@ -660,7 +695,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	m->h_u8b = malloc(m->Bmax);
 	m->h_trel = cfg.rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
 	m->h_link = cfg.link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
-	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) ||
+	m->h_cnt = cfg.child_counts ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CNT_DIM) : NULL;
+	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) || (cfg.child_counts && !m->h_cnt) ||
 		!m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 		!m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b || !build_params(m))
 		goto nomem;
@@ -1152,6 +1188,28 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		}
 		o->memcpy_h2d(be, m->d_link, m->h_link, sizeof(float) * (size_t) N * HW_LINK_DIM);
 	}
+	if (m->cfg.child_counts)
+	{
+		/* [N, HW_CNT_DIM]: the cells of a row share its features, and a
+		 * row's cells are consecutive: compute once per run of equal counts */
+		const size_t nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+
+		for (int64_t i = 0; i < N; i++)
+		{
+			float          *f = m->h_cnt + i * HW_CNT_DIM;
+			const uint32_t *key = bt->child_key + i * nk;
+			const uint16_t *cnt = bt->child_count + i * nc;
+
+			if (bt->is_padding[i])
+				memset(f, 0, sizeof(float) * HW_CNT_DIM);
+			else if (i > 0 && !bt->is_padding[i - 1] && memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
+					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
+				memcpy(f, f - HW_CNT_DIM, sizeof(float) * HW_CNT_DIM);
+			else
+				hw_child_count_features(key, cnt, f);
+		}
+		o->memcpy_h2d(be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
+	}
 	m->B = B;
 	m->S = S;
 	m->N = N;
@@ -1266,6 +1324,8 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 		op_side(m, "enc.ts_rel", "batch,enc.ts_rel.w", m->d_trel, m->o_ts_rel, N, HW_REL_TIME_DIM);
 	if (m->o_link >= 0)
 		op_side(m, "enc.link", "batch,enc.link.w", m->d_link, m->o_link, N, HW_LINK_DIM);
+	if (m->o_cnt >= 0)
+		op_side(m, "enc.cnt", "batch,enc.cnt.w", m->d_cnt, m->o_cnt, N, HW_CNT_DIM);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	op_rmsnorm(m, "h0", "enc.e,enc.norm.g",
 			   (NormArgs){ .out = x, .rstd = m->rstd0, .x = m->e, .g = P(m->o_enc_g), .dout = m->dx,
@@ -1625,6 +1685,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 		gemm_blocks(m, B, m->S, D, HW_REL_TIME_DIM, m->d_trel, HW_REL_TIME_DIM, P(m->o_ts_rel), 1.0f, m->e, D);
 	if (m->o_link >= 0)
 		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
+	if (m->o_cnt >= 0)
+		gemm_blocks(m, B, m->S, D, HW_CNT_DIM, m->d_cnt, HW_CNT_DIM, P(m->o_cnt), 1.0f, m->e, D);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 

@@ -42,7 +42,8 @@
  *   head.null.b [1], head.num.b [1], head.bool.b [1], head.ts.b [15],
  *   head.cat.b [D]          contiguous [18+D]                        AdamW
  *   enc.ts_rel.w [D,20]     only when cfg.rel_time, after the heads  Muon, wd
- *   enc.link.w [D,32]       only when cfg.link_types, last           Muon, wd
+ *   enc.link.w [D,32]       only when cfg.link_types, after those    Muon, wd
+ *   enc.cnt.w [D,384]       only when cfg.child_counts, last         Muon, wd
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
@@ -60,7 +61,9 @@
  *                 sequence with an observation time (timeenc.h), else 0
  *   lnk[n]      = link_types ? code(link_key[n]) @ enc.link.w^T : 0, code the
  *                 fixed +-1/sqrt(32) vector of hw_link_code (0 without a key)
- *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n]; enc.norm.g)
+ *   cnt[n]      = child_counts ? ccf[n] @ enc.cnt.w^T : 0, ccf [N,384] the
+ *                 child-count features of the cell's row (hw_child_count_features)
+ *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n] + cnt[n]; enc.norm.g)
  *   attention sublayer s (same normed input for projections and gate):
  *     xn        = rms(x; s.norm.g)
  *     [q|k|v|gp]= xn @ [wq; wk; wv; wgate]^T                       [N, 4D]
@@ -136,6 +139,13 @@ typedef struct HwModelConfig
 	 * by which FK: an order a customer placed and one they received as a
 	 * gift looked alike. */
 	int32_t  link_types;
+	/* 1 (the presets): every cell of a row also gets its row's temporal
+	 * degree -- per child FK, how many children it had before the
+	 * observation time, in all and within 11 windows -- as
+	 * e += ccf @ enc.cnt.w^T (hw_child_count_features); 0: none (state
+	 * blobs before version 4 load as 0).  Attention averages over the
+	 * children it sees, so "how many" was otherwise hard to read. */
+	int32_t  child_counts;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -154,6 +164,14 @@ typedef struct HwModelConfig
  * nearly orthogonal codes. */
 #define HW_LINK_DIM 32
 void hw_link_code(uint32_t key, float out[HW_LINK_DIM]);
+
+/* The child-count features of one cell (HwBatch.child_key, child_count:
+ * HW_CHILD_LINKS keys, each with HW_CHILD_WINDOWS counts):
+ *   out[w * HW_LINK_DIM + j] = sum over links l with a key of
+ *                              code(key_l)[j] * log1p(count_l[w]) / 4
+ * so enc.cnt.w can read each link's counts back through its code. */
+#define HW_CNT_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS)
+void hw_child_count_features(const uint32_t *key, const uint16_t *count, float out[HW_CNT_DIM]);
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
  * "base" (256,8,6,1024,32); d_text 256, lr 3e-3, warmup 100, total 10000. */
@@ -289,7 +307,8 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 3     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types; 1, 2 still load */
+#define HW_MODEL_STATE_VERSION 4     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+									  * 4: + child_counts; 1..3 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

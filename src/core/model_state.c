@@ -13,7 +13,8 @@
  * and from version 2: i32 sched_start, f32 sched_start_lr (version 1 blobs
  * load with both 0: a straight run's schedule), from version 3: i32
  * rel_time, i32 link_types (older blobs load with 0: their models have no
- * enc.ts_rel.w, enc.link.w).
+ * enc.ts_rel.w, enc.link.w), from version 4: i32 child_counts (older: 0,
+ * no enc.cnt.w).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -24,7 +25,8 @@
 #define MAGIC "HWMS"
 #define CONFIG_BYTES_V1 (8 * 4 + 4 + 2 * 4 + 6 * 4 + 8)
 #define CONFIG_BYTES_V2 (CONFIG_BYTES_V1 + 4 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V2 + 4 + 4)
+#define CONFIG_BYTES_V3 (CONFIG_BYTES_V2 + 4 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V3 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -78,6 +80,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->muon_momentum); PUT(w, c->clip_norm); PUT(w, c->seed);
 	PUT(w, c->sched_start); PUT(w, c->sched_start_lr);
 	PUT(w, c->rel_time); PUT(w, c->link_types);
+	PUT(w, c->child_counts);
 }
 
 int
@@ -177,7 +180,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 2 && cb == CONFIG_BYTES_V2) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 3 && cb == CONFIG_BYTES_V3) ||
+		  (ver == 2 && cb == CONFIG_BYTES_V2) ||
 		  (ver == 1 && cb == CONFIG_BYTES_V1)))
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state format version %u is not supported (this build reads %d)",
 							ver, HW_MODEL_STATE_VERSION);
@@ -197,6 +201,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->rel_time);
 		GET(r, c->link_types);
 	}
+	if (ver >= 4)
+		GET(r, c->child_counts);
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

@@ -249,6 +249,8 @@ struct HwSampler
 	uint16_t *fk_child_table;   /* [nfks] */
 	uint16_t *fk_parent_table;  /* [nfks] */
 	uint32_t *fk_link;          /* [nfks][2] link keys: [f][0] a parent reached through FK f, [f][1] a child */
+	uint8_t  *fk_child_timed;   /* [nfks] 1: FK f's child table has a time column */
+	int64_t   cnt_win_us[HW_CHILD_WINDOWS];   /* child-count windows (row_child_counts); [0] unused */
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -491,6 +493,13 @@ fill_phase_table(float (*tab)[2], int n, double period)
 static void
 init_time_tables(HwSampler *s)
 {
+	/* child-count windows: 2^((j - 10) / 2) timestamp std, j = 1..11 (about
+	 * 0.044 to 1.41 std), the spacing of the model's recency ramps */
+	double sd = s->snap->ts_std_us > 0 ? s->snap->ts_std_us : 1.0;
+
+	s->cnt_win_us[0] = 0;
+	for (int j = 1; j < HW_CHILD_WINDOWS; j++)
+		s->cnt_win_us[j] = (int64_t) llround(sd * pow(2.0, (j - 10) / 2.0));
 	fill_phase_table(s->tab_min, 60, 60.0);
 	fill_phase_table(s->tab_hour, 24, 24.0);
 	fill_phase_table(s->tab_wday, 7, 7.0);
@@ -823,6 +832,101 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 		if (!heap_push(w, child_prio(s, hops, 1, 0, rng), dst[e0 + chosen[q]], (uint16_t) hops, ctable, 0))
 			return false;
 	return true;
+}
+
+/* Saturating count for the uint16 child_count slots. */
+static inline uint16_t
+sat16(uint64_t n)
+{
+	return n > UINT16_MAX ? UINT16_MAX : (uint16_t) n;
+}
+
+/*
+ * The temporal degree of row g at obs: for each of its first HW_CHILD_LINKS
+ * child FKs (pf_fk order), the FK's child link key and HW_CHILD_WINDOWS
+ * counts of its children that the sampler could show -- [0] every child at
+ * or before obs (NULL times and children of a table without time count, as
+ * push_children keeps them), [j] those dated in (obs - cnt_win_us[j], obs]
+ * (0 with no cutoff).  Counts, unlike the sampled children, are exact
+ * whatever the width: attention averages, so a row's count of children is
+ * otherwise hard to read.  Sorted groups (RECENT) take binary searches; a
+ * table without time needs no look at its children; else one scan.
+ */
+static void
+row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uint16_t *cnt)
+{
+	const HwSnapshot *snap = s->snap;
+	const int64_t *pt = s->pf_time;
+	uint64_t k0 = snap->pf_off[g], k1 = snap->pf_off[g + 1];
+	int l = 0;
+
+	memset(key, 0, sizeof(uint32_t) * HW_CHILD_LINKS);
+	memset(cnt, 0, sizeof(uint16_t) * HW_CHILD_LINKS * HW_CHILD_WINDOWS);
+	while (k0 < k1 && l < HW_CHILD_LINKS)
+	{
+		uint16_t fk = snap->pf_fk[k0];
+		uint64_t e1 = k0 + 1;
+		uint16_t *c = cnt + l * HW_CHILD_WINDOWS;
+
+		while (e1 < k1 && snap->pf_fk[e1] == fk)
+			e1++;
+		key[l++] = s->fk_link[2 * fk + 1];
+		if (!s->fk_child_timed[fk])
+			c[0] = sat16(e1 - k0);
+		else if (s->fk_recent[fk])
+		{
+			/* sorted by time, HW_NO_TIME first: [k0, end) is at or before obs */
+			uint64_t lo = k0, hi = e1;
+
+			while (lo < hi)
+			{
+				uint64_t mid = lo + (hi - lo) / 2;
+
+				if (pt[mid] <= obs)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			uint64_t end = lo;
+
+			c[0] = sat16(end - k0);
+			for (int j = 1; j < HW_CHILD_WINDOWS && obs != HW_NO_CUTOFF; j++)
+			{
+				int64_t from = obs - s->cnt_win_us[j];   /* window (from, obs] */
+
+				lo = k0;
+				hi = end;
+				while (lo < hi)
+				{
+					uint64_t mid = lo + (hi - lo) / 2;
+
+					if (pt[mid] <= from)
+						lo = mid + 1;
+					else
+						hi = mid;
+				}
+				c[j] = sat16(end - lo);
+			}
+		}
+		else
+		{
+			uint64_t n[HW_CHILD_WINDOWS] = {0};
+
+			for (uint64_t e = k0; e < e1; e++)
+			{
+				if (pt[e] > obs)
+					continue;
+				n[0]++;
+				if (pt[e] == HW_NO_TIME || obs == HW_NO_CUTOFF)
+					continue;
+				for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && pt[e] > obs - s->cnt_win_us[j]; j--)
+					n[j]++;
+			}
+			for (int j = 0; j < HW_CHILD_WINDOWS; j++)
+				c[j] = sat16(n[j]);
+		}
+		k0 = e1;
+	}
 }
 
 /* Pushes label-history rows of the anchor: its seeds whose label is
@@ -1246,8 +1350,18 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 
 		ncells = emit_row(s, bt, base, ncells, local, g, e.table,
 						  is_seed_row ? t->target_col : -1, sp->with_truth);
-		for (int c = w->row_start[nrows]; c < ncells; c++)
-			bt->link_key[base + c] = e.link;
+		{
+			uint32_t ckey[HW_CHILD_LINKS];
+			uint16_t ccnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS];
+
+			row_child_counts(s, g, obs, ckey, ccnt);
+			for (int c = w->row_start[nrows]; c < ncells; c++)
+			{
+				bt->link_key[base + c] = e.link;
+				memcpy(bt->child_key + (base + c) * HW_CHILD_LINKS, ckey, sizeof(ckey));
+				memcpy(bt->child_count + (base + c) * HW_CHILD_LINKS * HW_CHILD_WINDOWS, ccnt, sizeof(ccnt));
+			}
+		}
 		w->row_len[nrows] = (uint16_t) (ncells - w->row_start[nrows]);
 		w->row_hops[nrows] = e.hops;
 		nrows++;
@@ -1635,6 +1749,7 @@ hw_sampler_free(HwSampler *s)
 	free(s->pf_time);
 	free(s->pf_child_own);
 	free(s->fk_recent);
+	free(s->fk_child_timed);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
 	free(s->fk_link);
@@ -1880,7 +1995,9 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		s->fk_parent_table = malloc(sizeof(uint16_t) * ((size_t) snap->nfks + 1));
 		s->fk_recent = calloc((size_t) snap->nfks + 1, 1);
 		s->fk_link = malloc(sizeof(uint32_t) * 2 * ((size_t) snap->nfks + 1));
-		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent || !s->fk_link)
+		s->fk_child_timed = calloc((size_t) snap->nfks + 1, 1);
+		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent || !s->fk_link ||
+			!s->fk_child_timed)
 			goto oom;
 		for (uint64_t e = 0; e < ne; e++)
 			s->pf_time[e] = snap->row_time_us[snap->pf_dst[e]];
@@ -1892,9 +2009,10 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 			s->fk_parent_table[f] = (uint16_t) snap->fks[f].parent_table;
 			for (int dir = 0; dir < 2; dir++)
 				s->fk_link[2 * f + dir] = fk_link_key(snap, f, dir);
-			s->fk_recent[f] = s->recent && snap->fks[f].child_table >= 0 &&
+			s->fk_child_timed[f] = snap->fks[f].child_table >= 0 &&
 				snap->fks[f].child_table < snap->ntables &&
 				snap->tables[snap->fks[f].child_table].time_col >= 0;
+			s->fk_recent[f] = s->recent && s->fk_child_timed[f];
 			any_recent |= s->fk_recent[f] != 0;
 		}
 		s->pf_child = snap->pf_dst;

@@ -210,8 +210,9 @@ fnv64(const uint8_t *p, size_t n)
 }
 
 /* blob rewritten as an older version: `drop` bytes cut from the end of its
- * config (version 3 -> 2: rel_time and link_types, 8 bytes; -> 1: also the
- * 8 bytes of the schedule continuation), checksum redone; *olen its length */
+ * config (version 4 -> 3: child_counts, 4 bytes; -> 2: also rel_time and
+ * link_types, 8 bytes; -> 1: also the 8 bytes of the schedule
+ * continuation), checksum redone; *olen its length */
 static uint8_t *
 state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, size_t *olen)
 {
@@ -233,8 +234,9 @@ state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, s
 }
 
 /* The schedule continuation travels in the state (version 2), rel_time and
- * link_types too (version 3); a version 1 or 2 state (no such fields) of a
- * model without them still loads, with a straight schedule and both 0. */
+ * link_types too (version 3), child_counts (version 4); a version 1, 2 or 3
+ * state (without the later fields) of a model without them still loads,
+ * with a straight schedule and the missing flags 0. */
 UNIT_TEST(model_state_schedule_fields_and_v1)
 {
 	HwError    err = {0};
@@ -251,10 +253,12 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 20; c.total_steps = 100;
 	c.rel_time = 0;
 	c.link_types = 0;
+	c.child_counts = 0;
 	hw_synth_tables(DT, 3, &c1, &k1);
 	a = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(a);
-	CHECK(hw_model_param_index(a, "enc.ts_rel.w") < 0 && hw_model_param_index(a, "enc.link.w") < 0);
+	CHECK(hw_model_param_index(a, "enc.ts_rel.w") < 0 && hw_model_param_index(a, "enc.link.w") < 0 &&
+		  hw_model_param_index(a, "enc.cnt.w") < 0);
 	CHECK_EQ_INT(run_steps(a, HW_ST_BOOLEAN, 0, 3, NULL, &err), HW_OK);
 	((HwModelConfig *) hw_model_config(a))->sched_start = 30;
 	((HwModelConfig *) hw_model_config(a))->sched_start_lr = 1.25e-3f;
@@ -264,9 +268,10 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(rc.sched_start_lr == 1.25e-3f);
 	CHECK_EQ_INT(rc.rel_time, 0);
 	CHECK_EQ_INT(rc.link_types, 0);
-	for (uint32_t ver = 1; ver <= 2; ver++)
+	CHECK_EQ_INT(rc.child_counts, 0);
+	for (uint32_t ver = 1; ver <= 3; ver++)
 	{
-		old = state_as_version(blob, len, ver, ver == 1 ? 16 : 8, &olen);
+		old = state_as_version(blob, len, ver, ver == 1 ? 20 : ver == 2 ? 12 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -275,6 +280,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->sched_start, ver == 1 ? 0 : 30);
 			CHECK_EQ_INT(hw_model_config(r)->rel_time, 0);
 			CHECK_EQ_INT(hw_model_config(r)->link_types, 0);
+			CHECK_EQ_INT(hw_model_config(r)->child_counts, 0);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -285,14 +291,16 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	rt = make_model(be, &c1, &k1, 100, &err);
 	CHECK(rt && hw_model_config(rt)->rel_time == 1 && hw_model_param_index(rt, "enc.ts_rel.w") >= 0);
 	CHECK(hw_model_config(rt)->link_types == 1 && hw_model_param_index(rt, "enc.link.w") >= 0);
+	CHECK(hw_model_config(rt)->child_counts == 1 && hw_model_param_index(rt, "enc.cnt.w") >= 0);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
 	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 3 state: %s", err.msg);
+	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)
 	{
 		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
 		CHECK_EQ_INT(hw_model_config(r)->link_types, 1);
+		CHECK_EQ_INT(hw_model_config(r)->child_counts, 1);
 		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
 		hw_model_free(r);
 	}

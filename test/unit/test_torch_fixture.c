@@ -287,6 +287,7 @@ run_fixture(const char *tag)
 	}
 	cfg.rel_time = 0;     /* the PyTorch reference model has no relative-time features */
 	cfg.link_types = 0;   /* nor link codes */
+	cfg.child_counts = 0; /* nor child counts */
 	bt = fx_batch(&fx, msg, sizeof(msg));
 	if (!bt)
 	{
