@@ -212,6 +212,45 @@ hw_synth_batch(const HwSynthSpec *spec, uint64_t index)
 			bt->seed_time[b] = b % 3 == 2 ? NAN : z;
 		}
 	}
+	/* child counts (the temporal degree), from a third stream: the parent
+	 * (row 1) has children through two FKs, every even row >= 2 through
+	 * one; counts shrink with the window as real ones do, row 0 has none */
+	{
+		HwRng rc;
+
+		hw_rng_seed(&rc, (spec->seed * 0x9E3779B97F4A7C15ULL + index + 1) ^ 0xc0c0a7edULL);
+		for (int b = 0; b < B; b++)
+		{
+			uint16_t cnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS];
+			uint32_t key[HW_CHILD_LINKS];
+			int      last = -1;
+
+			for (int p = 0; p < S; p++)
+			{
+				size_t i = (size_t) b * S + p;
+				int    row = bt->seq_row_ids[i];
+
+				if (bt->is_padding[i] || (row != 1 && (row < 2 || row % 2)))
+					continue;
+				if (row != last)
+				{
+					memset(key, 0, sizeof(key));
+					memset(cnt, 0, sizeof(cnt));
+					for (int l = 0; l < (row == 1 ? 2 : 1); l++)
+					{
+						int n = 1 + (int) (hw_rng_uniform(&rc) * 40);
+
+						key[l] = row == 1 ? (l ? 0x7du : 0xc3u) : 0x2eu;
+						for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+							cnt[l * HW_CHILD_WINDOWS + w] = (uint16_t) (w == 0 ? n : n * w / (2 * HW_CHILD_WINDOWS));
+					}
+					last = row;
+				}
+				memcpy(bt->child_key + i * HW_CHILD_LINKS, key, sizeof(key));
+				memcpy(bt->child_count + i * HW_CHILD_LINKS * HW_CHILD_WINDOWS, cnt, sizeof(cnt));
+			}
+		}
+	}
 	free(key);
 	return bt;
 }

@@ -2,9 +2,11 @@
  * test_rel_time.c: the model's side features -- relative time (timeenc.h)
  * and link codes (model.h) -- and where the model uses them: relative time
  * only on visible timestamp cells of a sequence with an observation time,
- * link codes only on rows reached through an FK.  The gradients of
- * enc.ts_rel.w and enc.link.w are checked by test_model.c's finite
- * differences (synthetic batches carry seed_time and link_key).
+ * link codes only on rows reached through an FK; the child-count features
+ * (the temporal degree) likewise.  The gradients of enc.ts_rel.w,
+ * enc.link.w and enc.cnt.w are checked by test_model.c's finite
+ * differences (synthetic batches carry seed_time, link_key and child
+ * counts).
  */
 #include "unit.h"
 #include "model.h"
@@ -109,6 +111,7 @@ set_side_w(RtFix *f, const char *name, int K, float scale)
 
 static void set_rel_w(RtFix *f, float scale) { set_side_w(f, "enc.ts_rel.w", HW_REL_TIME_DIM, scale); }
 static void set_link_w(RtFix *f, float scale) { set_side_w(f, "enc.link.w", HW_LINK_DIM, scale); }
+static void set_cnt_w(RtFix *f, float scale) { set_side_w(f, "enc.cnt.w", HW_CNT_DIM, scale); }
 
 /* predictions ([B] values) of the fixture's batch as it is now */
 static void
@@ -235,6 +238,76 @@ UNIT_TEST(model_link_codes_only_on_linked_rows)
 	values(&f, a);
 	for (int b = 0; b < 6; b++)
 		CHECK_MSG(b % 2 ? a[b] != z[b] : a[b] == z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	free(keys);
+	rt_free(&f);
+}
+
+/* Child-count features by hand: two links with known counts; slot
+ * w * 32 + j is the sum over links of code_l[j] * log1p(n_lw) / 4 (a zero
+ * count adds nothing, a link without a key is ignored whatever its counts). */
+UNIT_TEST(child_count_features_hand_computed)
+{
+	uint32_t key[HW_CHILD_LINKS] = {0x51u, 0, 0x7du, 0, 0, 0};
+	uint16_t cnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS] = {0};
+	float    f[HW_CNT_DIM], c1[HW_LINK_DIM], c2[HW_LINK_DIM];
+
+	cnt[0] = 7;                                   /* link 0: 7 in all, 3 in window 5 */
+	cnt[5] = 3;
+	cnt[1 * HW_CHILD_WINDOWS + 0] = 999;          /* link 1 has no key: ignored */
+	cnt[2 * HW_CHILD_WINDOWS + 0] = 1;            /* link 2: 1 in all, 1 in window 11 */
+	cnt[2 * HW_CHILD_WINDOWS + 11] = 1;
+	hw_child_count_features(key, cnt, f);
+	hw_link_code(0x51u, c1);
+	hw_link_code(0x7du, c2);
+	for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		for (int j = 0; j < HW_LINK_DIM; j++)
+		{
+			double want = 0;
+
+			if (w == 0)
+				want = c1[j] * log(8.0) / 4 + c2[j] * log(2.0) / 4;
+			else if (w == 5)
+				want = c1[j] * log(4.0) / 4;
+			else if (w == 11)
+				want = c2[j] * log(2.0) / 4;
+			CHECK_CLOSE(f[w * HW_LINK_DIM + j], want, 1e-6, 1e-6);
+		}
+}
+
+/* Without child keys enc.cnt.w does not matter; with them it does, only for
+ * the sequences that have them, and the counts themselves matter (the same
+ * keys with other counts give other predictions). */
+UNIT_TEST(model_child_counts_only_where_counted)
+{
+	RtFix     f;
+	float     a[6], z[6], c[6];
+	uint32_t *keys;
+	int       N = 6 * 32, NK = N * HW_CHILD_LINKS;
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	CHECK(hw_model_param_index(f.m, "enc.cnt.w") >= 0);
+	keys = malloc(sizeof(uint32_t) * NK);
+	memcpy(keys, f.b->child_key, sizeof(uint32_t) * NK);
+	memset(f.b->child_key, 0, sizeof(uint32_t) * NK);
+	set_cnt_w(&f, 3.0f);
+	values(&f, a);
+	set_cnt_w(&f, 0.0f);
+	values(&f, z);
+	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	for (int b = 0; b < 6; b += 2)
+		memcpy(f.b->child_key + b * 32 * HW_CHILD_LINKS, keys + b * 32 * HW_CHILD_LINKS,
+			   sizeof(uint32_t) * 32 * HW_CHILD_LINKS);
+	set_cnt_w(&f, 3.0f);
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] == z[b] : a[b] != z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	/* double every count of sequence 0 */
+	for (int i = 0; i < 32 * HW_CHILD_LINKS * HW_CHILD_WINDOWS; i++)
+		f.b->child_count[i] = (uint16_t) (2 * f.b->child_count[i]);
+	values(&f, c);
+	CHECK(c[0] != a[0]);
+	for (int b = 1; b < 6; b++)
+		CHECK(c[b] == a[b]);
 	free(keys);
 	rt_free(&f);
 }

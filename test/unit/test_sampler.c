@@ -198,6 +198,119 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 	synth_free(s);
 }
 
+/* Expected child counts of a row, computed naively from the children's
+ * days: [0] those at or before obs_day (all with no cutoff), [j] those with
+ * age obs - t < 2^((j - 10) / 2) timestamp std (docs/sampler.md). */
+static void
+naive_child_counts(const HwSnapshot *s, const int *days, int n, int obs_day, bool cutoff, int *out)
+{
+	memset(out, 0, sizeof(int) * HW_CHILD_WINDOWS);
+	for (int i = 0; i < n; i++)
+	{
+		if (cutoff && days[i] > obs_day)
+			continue;
+		out[0]++;
+		for (int j = 1; j < HW_CHILD_WINDOWS && cutoff; j++)
+			if ((double) (obs_day - days[i]) * DAY_US < s->ts_std_us * pow(2.0, (j - 10) / 2.0))
+				out[j]++;
+	}
+}
+
+static bool
+counts_are(const HwBatch *b, int cell, uint32_t key0, const int *want)
+{
+	const uint32_t *key = b->child_key + (size_t) cell * HW_CHILD_LINKS;
+	const uint16_t *cnt = b->child_count + (size_t) cell * HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+
+	for (int l = 0; l < HW_CHILD_LINKS; l++)
+		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		{
+			int expect = l == 0 && want ? want[w] : 0;
+
+			if (cnt[l * HW_CHILD_WINDOWS + w] != expect)
+			{
+				unit_fail(__FILE__, __LINE__, "cell %d link %d window %d: count %u, expected %d",
+						  cell, l, w, cnt[l * HW_CHILD_WINDOWS + w], expect);
+				return false;
+			}
+		}
+	if (key[0] != (want ? key0 : 0u))
+	{
+		unit_fail(__FILE__, __LINE__, "cell %d: key %u, expected %u", cell, key[0], want ? key0 : 0u);
+		return false;
+	}
+	for (int l = 1; l < HW_CHILD_LINKS; l++)
+		if (key[l] != 0)
+			return false;
+	return true;
+}
+
+/* Child counts (the model's temporal degree input) on the hand-built
+ * snapshot, under both child policies (RECENT reads them by binary search
+ * in time-sorted groups, UNIFORM by a scan): c0's orders at days 10, 20,
+ * 30 seen from o1 (day 20: the day-30 order is not counted), c1's from o3
+ * (day 5), and c0's from a customer cell task (no cutoff: all three, no
+ * windows).  Orders have no children: their cells carry no counts. */
+UNIT_TEST(sampler_child_counts_hand_case)
+{
+	HwSnapshot *s = tiny();
+	HwError err = {0};
+	const int c0_days[3] = {10, 20, 30}, c1_days[1] = {5};
+	int want[HW_CHILD_WINDOWS];
+
+	CHECK(s != NULL);
+	for (int pol = 0; pol < 2; pol++)
+	{
+		HwTask *t = hw_task_new("amount", HW_TASK_CELL, &err);
+		HwTask *tc = hw_task_new("age", HW_TASK_CELL, &err);
+		HwSamplerConfig cfg;
+		HwBatch *b = NULL;
+
+		CHECK(hw_task_build_cell(t, s, 1, 3, &err) == HW_OK);
+		hw_sampler_config_default(&cfg);
+		cfg.batch_size = 1;
+		cfg.seq_len = 16;
+		cfg.n_threads = 1;
+		cfg.child_sampling = pol ? HW_CHILD_UNIFORM : HW_CHILD_RECENT;
+		HwSampler *sm = hw_sampler_create(s, &t, 1, &cfg, &err);
+
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		uint32_t seed = 1;           /* o1: cells o1 0-1, c0 2-4, o0 5-6 */
+
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		naive_child_counts(s, c0_days, 3, 20, true, want);
+		CHECK_EQ_INT(want[0], 2);
+		CHECK(want[1] == 1 && want[HW_CHILD_WINDOWS - 1] == 2);   /* the windows do split them */
+		for (int cell = 2; cell <= 4; cell++)
+			CHECK(counts_are(b, cell, b->link_key[5], want));     /* the key o0 was reached by */
+		CHECK(counts_are(b, 0, 0, NULL) && counts_are(b, 1, 0, NULL) && counts_are(b, 5, 0, NULL) &&
+			  counts_are(b, 6, 0, NULL) && counts_are(b, 7, 0, NULL));
+		hw_batch_free(b);
+		seed = 3;                    /* o3 (day 5) -> c1 */
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		naive_child_counts(s, c1_days, 1, 5, true, want);
+		CHECK(want[1] == 1);
+		CHECK(counts_are(b, 2, b->child_key[2 * HW_CHILD_LINKS], want) && b->child_key[2 * HW_CHILD_LINKS] != 0);
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+
+		/* no cutoff: a cell task on customers (no time column) */
+		CHECK(hw_task_build_cell(tc, s, 0, 1, &err) == HW_OK);
+		sm = hw_sampler_create(s, &tc, 1, &cfg, &err);
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		seed = 0;                    /* c0: its cells first */
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		naive_child_counts(s, c0_days, 3, 0, false, want);
+		CHECK(want[0] == 3 && want[1] == 0);
+		CHECK(counts_are(b, 0, b->child_key[0], want) && b->child_key[0] != 0);
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+		hw_task_free(t);
+		hw_task_free(tc);
+	}
+	synth_free(s);
+}
+
 UNIT_TEST(sampler_exact_cell_task_sequence_key_cells)
 {
 	HwSnapshot *s = tiny();
