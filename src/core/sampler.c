@@ -761,6 +761,23 @@ push_children(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, int64_t 
 	return true;
 }
 
+/* First edge of [lo, hi) whose child is dated after t (hi if none): the
+ * edges of a sorted group are in time order, HW_NO_TIME first. */
+static inline uint64_t
+first_after(const int64_t *pt, uint64_t lo, uint64_t hi, int64_t t)
+{
+	while (lo < hi)
+	{
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (pt[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * RECENT policy for group [e0, e1) of a child table with a time column:
  * pf_time/pf_child of the group are sorted by (time, row) ascending, so the
@@ -782,20 +799,7 @@ push_children_recent(const HwSampler *s, Scratch *w, uint64_t e0, uint64_t e1, i
 	if (width == 0 || e1 == e0)
 		return true;
 	if (pt[e1 - 1] > obs)
-	{
-		uint64_t lo = e0, hi = e1 - 1;  /* first child after obs */
-
-		while (lo < hi)
-		{
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			if (pt[mid] <= obs)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		end = lo;
-	}
+		end = first_after(pt, e0, e1 - 1, obs);
 	uint64_t m = end - e0;
 
 	if (m <= width)
@@ -876,37 +880,11 @@ row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uin
 		else if (s->fk_recent[fk])
 		{
 			/* sorted by time, HW_NO_TIME first: [k0, end) is at or before obs */
-			uint64_t lo = k0, hi = e1;
-
-			while (lo < hi)
-			{
-				uint64_t mid = lo + (hi - lo) / 2;
-
-				if (pt[mid] <= obs)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			uint64_t end = lo;
+			uint64_t end = first_after(pt, k0, e1, obs);
 
 			c[0] = sat16(end - k0);
-			for (int j = 1; j < HW_CHILD_WINDOWS && obs != HW_NO_CUTOFF; j++)
-			{
-				int64_t from = obs - s->cnt_win_us[j];   /* window (from, obs] */
-
-				lo = k0;
-				hi = end;
-				while (lo < hi)
-				{
-					uint64_t mid = lo + (hi - lo) / 2;
-
-					if (pt[mid] <= from)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
-				c[j] = sat16(end - lo);
-			}
+			for (int j = 1; j < HW_CHILD_WINDOWS && obs != HW_NO_CUTOFF; j++)   /* window (obs - win, obs] */
+				c[j] = sat16(end - first_after(pt, k0, end, obs - s->cnt_win_us[j]));
 		}
 		else
 		{
