@@ -883,8 +883,15 @@ row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uin
 			uint64_t end = first_after(pt, k0, e1, obs);
 
 			c[0] = sat16(end - k0);
-			for (int j = 1; j < HW_CHILD_WINDOWS && obs != HW_NO_CUTOFF; j++)   /* window (obs - win, obs] */
-				c[j] = sat16(end - first_after(pt, k0, end, obs - s->cnt_win_us[j]));
+			/* window j is (obs - win_j, obs], nested: from the widest down,
+			 * and once one is empty so are the narrower ones */
+			uint64_t lo = k0;
+
+			for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && obs != HW_NO_CUTOFF && lo < end; j--)
+			{
+				lo = first_after(pt, lo, end, obs - s->cnt_win_us[j]);
+				c[j] = sat16(end - lo);
+			}
 		}
 		else
 		{
