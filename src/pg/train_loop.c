@@ -925,6 +925,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		{
 			t_mark = now_seconds();
 			hw_eta_add_overhead(&eta_est, step, t_mark - now);
+			/* tokens/s measures training: the pause does not count in its window */
+			t_window += t_mark - now;
 		}
 		if (out_of_time)
 			break;
