@@ -11,7 +11,9 @@
 #   environment: ACC_DBS ("pagila shop": the databases to run), ACC_PRESET
 #   (small), ACC_VAL_EVERY (steps/5), ACC_MAX_MINUTES
 #   (a safety cap per run, default none; a run it stops says stopped_on
-#   max_minutes), ACC_OUT (results folder), HW_BENCH_PORT (54338).
+#   max_minutes), ACC_OPTIONS (more rt_train options, JSON members without
+#   braces, e.g. '"val_rows": 5000', for experiments; the label says so),
+#   ACC_OUT (results folder), HW_BENCH_PORT (54338).
 #
 # Tasks (rows in acc.rows of each database; *_rows.sql say why):
 #   pagila  heavy_21d (boolean), rentals_21d (numerical): customer x 4 cutoffs,
@@ -35,6 +37,7 @@ dbs=${ACC_DBS:-pagila shop}
 preset=${ACC_PRESET:-small}
 val_every=${ACC_VAL_EVERY:-$(( steps / 5 > 10 ? steps / 5 : 10 ))}
 max_minutes=${ACC_MAX_MINUTES:-}
+extra_options=${ACC_OPTIONS:-}
 pagila=${HW_SHARED_DIR:-$HW_ROOT/../shared}/data/pagila
 [ -f "$pagila/pagila-schema.sql" ] || { echo "SKIP: $pagila not found"; exit 0; }
 py=/usr/bin/python3
@@ -47,7 +50,7 @@ mkdir -p "$out"
 res=$out/results.tsv
 : > "$res"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-echo "accuracy bench: databases '$dbs', steps $steps, seeds '$seeds', preset $preset, val_every $val_every, max_minutes ${max_minutes:-none}, shop scale $scale"
+echo "accuracy bench: databases '$dbs', steps $steps, seeds '$seeds', preset $preset, val_every $val_every, max_minutes ${max_minutes:-none}, shop scale $scale${extra_options:+, options $extra_options}"
 echo "start $(date -u +%FT%TZ), load $(load), results in $out, commit $(git -C "$HW_ROOT" rev-parse --short HEAD)"
 
 # A throwaway cluster (unless PGHOST is set) serving a private copy of this
@@ -91,6 +94,7 @@ echo "features + GBDT: $(( $(date +%s) - t0 )) s, load $(load)"
 opts() {
 	local o="\"seed\": $1, \"val_every\": $val_every, \"checkpoint_every\": $val_every"
 	[ -n "$max_minutes" ] && o="$o, \"max_minutes\": $max_minutes"
+	[ -n "$extra_options" ] && o="$o, $extra_options"
 	echo "{$o}"
 }
 for seed in $seeds; do
@@ -102,7 +106,7 @@ for seed in $seeds; do
 		echo "headwater $db seed $seed: $(echo "$r" | $py -c 'import json,sys; r=json.load(sys.stdin); print("steps", r["steps_done"], "stopped_on", r["stopped_on"], "wall_s", r["wall_s"], "tokens/s", r["tokens_per_s"], "serving", {k: (v["step"], round(v["value"], 4) if v["value"] is not None else None) for k, v in r["serving"].items()})')"
 		echo "$r" > "$out/train_${db}_$seed.json"
 		q "acc_$db" -At -F $'\t' -c "
-			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps)', $seed, e.metric, e.model, e.n_rows
+			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options})', $seed, e.metric, e.model, e.n_rows
 			FROM rt_tasks('acc_$db') k, LATERAL rt_evaluate(k.task) e
 			WHERE e.metric IN ('auroc', 'mae')" >> "$res"
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"
