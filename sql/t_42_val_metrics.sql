@@ -130,6 +130,19 @@ DELETE FROM headwater.checkpoint WHERE model_id = (SELECT model_id FROM headwate
 SELECT count(*) AS metric_rows_left FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
 WHERE t.name = 'votes42';
 
+-- 8. by default a validation (with the tasks' metrics) runs where a
+--    checkpoint is written, and only there; val_every still overrides it
+SET client_min_messages = warning;
+SELECT rt_train('m42b', steps => 12, preset => 'tiny', options => '{"restart": true, "checkpoint_every": 4, "val_rows": 16}') ->> 'state' AS state_c;
+SELECT rt_train('m42b', steps => 6, preset => 'tiny', options => '{"restart": true, "checkpoint_every": 4, "val_every": 3, "val_rows": 16}') ->> 'state' AS state_d;
+RESET client_min_messages;
+SELECT j.steps_target, array_agg(DISTINCT l.step ORDER BY l.step) FILTER (WHERE l.split = 'val' AND l.task IS NULL) AS val_steps,
+       array_agg(DISTINCT l.step ORDER BY l.step) FILTER (WHERE l.split = 'val' AND l.task = 'gift42b') AS task_val_steps,
+       (SELECT array_agg(c.step ORDER BY c.step) FROM headwater.checkpoint c WHERE c.job_id = j.job_id) AS checkpoint_steps
+FROM headwater.job j JOIN headwater.model m USING (model_id) JOIN headwater.train_log l USING (job_id)
+WHERE m.name = 'm42b' AND j.job_id > (SELECT min(job_id) FROM headwater.job j2 JOIN headwater.model m2 USING (model_id) WHERE m2.name = 'm42b')
+GROUP BY j.job_id, j.steps_target ORDER BY j.job_id;
+
 SET client_min_messages = warning;
 SELECT rt_drop_model('m42b');
 SELECT rt_drop_model('m42');
