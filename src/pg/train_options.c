@@ -357,10 +357,11 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 	/*
 	 * A task's checkpoint is chosen on its val_rows: with 512 rows of a
 	 * noisy target (a count) two shop runs of three served checkpoints 0.8%
-	 * and 2.6% worse on test than the whole val split chose
-	 * (docs/BENCHMARKS.md, "Choosing the checkpoint").  A val row costs
-	 * about a third of a training sequence, so by default validation runs
-	 * where a checkpoint is written, not in between.
+	 * and 2.6% worse on test than the whole val split chose; 2048 is a cost
+	 * compromise between the two (docs/BENCHMARKS.md, "Choosing the
+	 * checkpoint").  A val row costs about a third of a training sequence,
+	 * so by default validation runs where a checkpoint is written, not in
+	 * between.
 	 */
 	st->val_rows = 2048;
 	st->checkpoint_every = Max(10, Min(500, steps / 5));
