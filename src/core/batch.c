@@ -60,6 +60,8 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 	b->link_key = calloc(bs, 4);
 	b->child_key = calloc(bs * HW_CHILD_LINKS, 4);
 	b->child_count = calloc(bs * HW_CHILD_LINKS * HW_CHILD_WINDOWS, 2);
+	b->mean_key = calloc(bs * HW_MEAN_SLOTS, 4);
+	b->child_mean = calloc(bs * HW_MEAN_SLOTS * HW_CHILD_WINDOWS, sizeof(float));
 	if (b->seed_time)
 		for (int32_t i = 0; i < B; i++)
 			b->seed_time[i] = NAN;     /* no observation time until a sampler sets one */
@@ -69,7 +71,7 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 		!b->categorical_embed_ids || !b->text_embed_ids || !b->is_target ||
 		!b->is_padding || !b->fk_adj || !b->col_perm || !b->out_perm ||
 		!b->in_perm || !b->text_batch_embeddings || !b->seed_time || !b->link_key ||
-		!b->child_key || !b->child_count)
+		!b->child_key || !b->child_count || !b->mean_key || !b->child_mean)
 	{
 		hw_batch_free(b);
 		return NULL;
@@ -91,6 +93,8 @@ hw_batch_free(HwBatch *b)
 	free(b->link_key);
 	free(b->child_key);
 	free(b->child_count);
+	free(b->mean_key);
+	free(b->child_mean);
 	free(b->timestamp_values);
 	free(b->bool_values);
 	free(b->categorical_embed_ids);

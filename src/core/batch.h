@@ -40,9 +40,16 @@
  *                                             [0] all at or before the observation time,
  *                                             [j >= 1] those dated within window j before
  *                                             it (sampler.h); the row's temporal degree
+ *   mean_key              [B,S,M]    uint32   per cell, M = HW_MEAN_SLOTS keys of (child FK,
+ *                                             numerical or boolean column of the child
+ *                                             table) pairs of the cell's row; 0: none
+ *   child_mean            [B,S,M,W]  float32  per cell and pair, the mean of that column
+ *                                             over the same children as child_count (z-score,
+ *                                             or 0/1 for a boolean; NULLs left out); 0 where
+ *                                             no child has a value
  * The model derives its relative-time features from seed_time, its link
- * codes from link_key and its child-count features from child_key and
- * child_count (model.h); a batch without them (NaN / 0, the defaults) gets
+ * codes from link_key and its child-count features from child_key,
+ * child_count, mean_key and child_mean (model.h); a batch without them (NaN / 0, the defaults) gets
  * none.
  */
 #ifndef HW_BATCH_H
@@ -53,6 +60,7 @@
 #define HW_TS_DIM 15
 #define HW_CHILD_LINKS   6      /* child FKs per row whose counts a cell carries */
 #define HW_CHILD_WINDOWS 12     /* counts per child FK: all, then 11 time windows */
+#define HW_MEAN_SLOTS    8      /* (child FK, column) pairs per row whose means a cell carries */
 
 typedef struct HwBatch
 {
@@ -78,6 +86,8 @@ typedef struct HwBatch
 	uint32_t *link_key;         /* [B,S], not a seed-000 tensor: see above */
 	uint32_t *child_key;        /* [B,S,HW_CHILD_LINKS], not a seed-000 tensor */
 	uint16_t *child_count;      /* [B,S,HW_CHILD_LINKS,HW_CHILD_WINDOWS], not a seed-000 tensor */
+	uint32_t *mean_key;         /* [B,S,HW_MEAN_SLOTS], not a seed-000 tensor */
+	float    *child_mean;       /* [B,S,HW_MEAN_SLOTS,HW_CHILD_WINDOWS], not a seed-000 tensor */
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */

@@ -134,6 +134,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->rel_time = 1;
 	c->link_types = 1;
 	c->child_counts = 1;
+	c->child_means = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -158,7 +159,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts)
+	I(child_counts) I(child_means)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -185,6 +186,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->rel_time = c->rel_time ? 1 : 0;
 	c->link_types = c->link_types ? 1 : 0;
 	c->child_counts = c->child_counts ? 1 : 0;
+	c->child_means = c->child_counts && c->child_means ? 1 : 0;     /* they ride on enc.cnt.w */
 	return HW_OK;
 }
 
@@ -215,7 +217,8 @@ hw_link_code(uint32_t key, float out[HW_LINK_DIM])
 
 /* child-count features of one cell (model.h) */
 void
-hw_child_count_features(const uint32_t *key, const uint16_t *count, float out[HW_CNT_DIM])
+hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32_t *mean_key,
+						const float *mean, float out[HW_CNT_DIM])
 {
 	memset(out, 0, sizeof(float) * HW_CNT_DIM);
 	for (int l = 0; l < HW_CHILD_LINKS; l++)
@@ -231,6 +234,23 @@ hw_child_count_features(const uint32_t *key, const uint16_t *count, float out[HW
 			float    v = n ? 0.25f * log1pf((float) n) : 0.0f;
 
 			if (v != 0.0f)
+				for (int j = 0; j < HW_LINK_DIM; j++)
+					out[w * HW_LINK_DIM + j] += v * code[j];
+		}
+	}
+	for (int q = 0; mean_key && q < HW_MEAN_SLOTS; q++)
+	{
+		float code[HW_LINK_DIM];
+
+		if (mean_key[q] == 0)
+			continue;
+		hw_link_code(mean_key[q], code);
+		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		{
+			float v = mean[q * HW_CHILD_WINDOWS + w];
+
+			v = 0.5f * (v > 4.0f ? 4.0f : v < -4.0f ? -4.0f : v);
+			if (v != 0.0f)      /* NaN fails every comparison above: check it too */
 				for (int j = 0; j < HW_LINK_DIM; j++)
 					out[w * HW_LINK_DIM + j] += v * code[j];
 		}
@@ -1193,20 +1213,26 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		/* [N, HW_CNT_DIM]: the cells of a row share its features, and a
 		 * row's cells are consecutive: compute once per run of equal counts */
 		const size_t nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+		const size_t mk = HW_MEAN_SLOTS, mc = HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
+		const bool   means = m->cfg.child_means && bt->mean_key && bt->child_mean;
 
 		for (int64_t i = 0; i < N; i++)
 		{
 			float          *f = m->h_cnt + i * HW_CNT_DIM;
 			const uint32_t *key = bt->child_key + i * nk;
 			const uint16_t *cnt = bt->child_count + i * nc;
+			const uint32_t *mkey = means ? bt->mean_key + i * mk : NULL;
+			const float    *mean = means ? bt->child_mean + i * mc : NULL;
 
 			if (bt->is_padding[i])
 				memset(f, 0, sizeof(float) * HW_CNT_DIM);
 			else if (i > 0 && !bt->is_padding[i - 1] && memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
-					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
+					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0 &&
+					 (!means || (memcmp(mkey, mkey - mk, sizeof(uint32_t) * mk) == 0 &&
+								 memcmp(mean, mean - mc, sizeof(float) * mc) == 0)))
 				memcpy(f, f - HW_CNT_DIM, sizeof(float) * HW_CNT_DIM);
 			else
-				hw_child_count_features(key, cnt, f);
+				hw_child_count_features(key, cnt, mkey, mean, f);
 		}
 		o->memcpy_h2d(be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
 	}

@@ -62,7 +62,8 @@
  *   lnk[n]      = link_types ? code(link_key[n]) @ enc.link.w^T : 0, code the
  *                 fixed +-1/sqrt(32) vector of hw_link_code (0 without a key)
  *   cnt[n]      = child_counts ? ccf[n] @ enc.cnt.w^T : 0, ccf [N,384] the
- *                 child-count features of the cell's row (hw_child_count_features)
+ *                 child-count features of the cell's row, with its child means
+ *                 when child_means (hw_child_count_features)
  *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n] + cnt[n]; enc.norm.g)
  *   attention sublayer s (same normed input for projections and gate):
  *     xn        = rms(x; s.norm.g)
@@ -146,6 +147,14 @@ typedef struct HwModelConfig
 	 * blobs before version 4 load as 0).  Attention averages over the
 	 * children it sees, so "how many" was otherwise hard to read. */
 	int32_t  child_counts;
+	/* 1 (the presets; only with child_counts): ccf also carries the row's
+	 * child means -- per (child FK, numerical or boolean column of the child
+	 * table), the column's mean over the same children, in all and per
+	 * window (HwBatch.mean_key, child_mean) -- through enc.cnt.w, so no new
+	 * parameter; 0: counts only (state blobs before version 5 load as 0).
+	 * "The customer's average rating" was otherwise an estimate from the
+	 * few reviews a sequence shows. */
+	int32_t  child_means;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -166,12 +175,19 @@ typedef struct HwModelConfig
 void hw_link_code(uint32_t key, float out[HW_LINK_DIM]);
 
 /* The child-count features of one cell (HwBatch.child_key, child_count:
- * HW_CHILD_LINKS keys, each with HW_CHILD_WINDOWS counts):
+ * HW_CHILD_LINKS keys, each with HW_CHILD_WINDOWS counts; and, unless
+ * mean_key is NULL, mean_key, child_mean: HW_MEAN_SLOTS keys, each with
+ * HW_CHILD_WINDOWS means):
  *   out[w * HW_LINK_DIM + j] = sum over links l with a key of
  *                              code(key_l)[j] * log1p(count_l[w]) / 4
- * so enc.cnt.w can read each link's counts back through its code. */
+ *                            + sum over mean slots m with a key of
+ *                              code(mkey_m)[j] * clamp(mean_m[w], -4, 4) / 2
+ * so enc.cnt.w can read each link's counts and each pair's means back
+ * through its code (distinct keys: nearly orthogonal codes; 14 codes in 32
+ * dimensions stay linearly independent). */
 #define HW_CNT_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS)
-void hw_child_count_features(const uint32_t *key, const uint16_t *count, float out[HW_CNT_DIM]);
+void hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32_t *mean_key,
+							 const float *mean, float out[HW_CNT_DIM]);
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
  * "base" (256,8,6,1024,32); d_text 256, lr 3e-3, warmup 100, total 10000. */
@@ -307,8 +323,8 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 4     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
-									  * 4: + child_counts; 1..3 still load */
+#define HW_MODEL_STATE_VERSION 5     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+									  * 4: + child_counts; 5: + child_means; 1..4 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

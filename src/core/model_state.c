@@ -14,7 +14,7 @@
  * load with both 0: a straight run's schedule), from version 3: i32
  * rel_time, i32 link_types (older blobs load with 0: their models have no
  * enc.ts_rel.w, enc.link.w), from version 4: i32 child_counts (older: 0,
- * no enc.cnt.w).
+ * no enc.cnt.w), from version 5: i32 child_means (older: 0, counts only).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -26,7 +26,8 @@
 #define CONFIG_BYTES_V1 (8 * 4 + 4 + 2 * 4 + 6 * 4 + 8)
 #define CONFIG_BYTES_V2 (CONFIG_BYTES_V1 + 4 + 4)
 #define CONFIG_BYTES_V3 (CONFIG_BYTES_V2 + 4 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V3 + 4)
+#define CONFIG_BYTES_V4 (CONFIG_BYTES_V3 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V4 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -81,6 +82,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->sched_start); PUT(w, c->sched_start_lr);
 	PUT(w, c->rel_time); PUT(w, c->link_types);
 	PUT(w, c->child_counts);
+	PUT(w, c->child_means);
 }
 
 int
@@ -180,7 +182,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 3 && cb == CONFIG_BYTES_V3) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 4 && cb == CONFIG_BYTES_V4) ||
+		  (ver == 3 && cb == CONFIG_BYTES_V3) ||
 		  (ver == 2 && cb == CONFIG_BYTES_V2) ||
 		  (ver == 1 && cb == CONFIG_BYTES_V1)))
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state format version %u is not supported (this build reads %d)",
@@ -203,6 +206,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	}
 	if (ver >= 4)
 		GET(r, c->child_counts);
+	if (ver >= 5)
+		GET(r, c->child_means);
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

@@ -77,6 +77,9 @@ fk_link_key(const HwSnapshot *snap, int f, int dir)
 	return key ? key : 1;
 }
 
+#define MEAN_COLS_PER_FK 4      /* columns of a child table that child means average */
+#define MEAN_SCAN_MAX    1024   /* children read per row and FK for child means */
+
 /* splitmix64 stream: the per-sequence RNG */
 static inline uint64_t
 rng_next(uint64_t *s)
@@ -251,6 +254,9 @@ struct HwSampler
 	uint32_t *fk_link;          /* [nfks][2] link keys: [f][0] a parent reached through FK f, [f][1] a child */
 	uint8_t  *fk_child_timed;   /* [nfks] 1: FK f's child table has a time column */
 	int64_t   cnt_win_us[HW_CHILD_WINDOWS];   /* child-count windows (row_child_counts); [0] unused */
+	uint8_t  *fk_mean_n;        /* [nfks] columns of FK f's child table that child means average */
+	int16_t  *fk_mean_col;      /* [nfks][MEAN_COLS_PER_FK] their column indices in the child table */
+	uint32_t *fk_mean_key;      /* [nfks][MEAN_COLS_PER_FK] their mean keys (fk_mean_key_of) */
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -487,6 +493,39 @@ fill_phase_table(float (*tab)[2], int n, double period)
 	{
 		tab[i][0] = (float) sin(2.0 * M_PI * (i / period));
 		tab[i][1] = (float) cos(2.0 * M_PI * (i / period));
+	}
+}
+
+/* The columns whose child means FK f carries (row_child_means): the first
+ * MEAN_COLS_PER_FK numerical or boolean columns of its child table, and
+ * their keys: a hash of the child link key and the column's name, so a key
+ * survives rt_refresh like the link key; never 0. */
+static void
+init_fk_means(HwSampler *s, int f)
+{
+	const HwSnapshot *snap = s->snap;
+	int ct = snap->fks[f].child_table;
+
+	s->fk_mean_n[f] = 0;
+	if (ct < 0 || ct >= snap->ntables)
+		return;
+	for (int c = 0; c < snap->tables[ct].ncols && s->fk_mean_n[f] < MEAN_COLS_PER_FK; c++)
+	{
+		const HwColumn *col = &snap->tables[ct].cols[c];
+		char     buf[512];
+		int      n;
+		uint64_t h;
+		uint32_t key;
+
+		if (col->global_id < 0 || !((col->stype == HW_ST_NUMERICAL && col->f32) ||
+									(col->stype == HW_ST_BOOLEAN && col->u8)))
+			continue;
+		n = snprintf(buf, sizeof(buf), "mean\x1f%u\x1f%s", (unsigned) s->fk_link[2 * f + 1], col->name ? col->name : "");
+		h = hw_hash_key_text(buf, (size_t) (n < (int) sizeof(buf) ? n : (int) sizeof(buf) - 1));
+		key = (uint32_t) (h ^ (h >> 32));
+		s->fk_mean_col[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = (int16_t) c;
+		s->fk_mean_key[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = key ? key : 1;
+		s->fk_mean_n[f]++;
 	}
 }
 
@@ -909,6 +948,99 @@ row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uin
 			}
 			for (int j = 0; j < HW_CHILD_WINDOWS; j++)
 				c[j] = sat16(n[j]);
+		}
+		k0 = e1;
+	}
+}
+
+/*
+ * The child means of row g at obs: for each of its first HW_CHILD_LINKS
+ * child FKs (the links of row_child_counts) and each of the first
+ * MEAN_COLS_PER_FK numerical or boolean columns of the child table, in that
+ * order, up to HW_MEAN_SLOTS (FK, column) pairs: the pair's key and the mean
+ * of the column over the children row_child_counts counts -- [0] all at or
+ * before obs, [j] those in window j -- NULLs left out, a numerical value as
+ * its z-score, a boolean as -1 / +1; 0 where no child has a value.  At most
+ * the MEAN_SCAN_MAX most recent children are read (all of them in a group
+ * that small, which is every group of the demo shop).  Why: "the customer's
+ * average rating", like a count, is a feature attention can only estimate
+ * from the few children a sequence shows.  A cell task's own target column
+ * (excl_table, excl_col) is never averaged: the seed row is a child of its
+ * parents, dated at obs, and its masked value would reach them.
+ */
+static void
+row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_table, int excl_col,
+				uint32_t *key, float *mean)
+{
+	const HwSnapshot *snap = s->snap;
+	const int64_t *pt = s->pf_time;
+	uint64_t k0 = snap->pf_off[g], k1 = snap->pf_off[g + 1];
+	int l = 0, m = 0;
+
+	memset(key, 0, sizeof(uint32_t) * HW_MEAN_SLOTS);
+	memset(mean, 0, sizeof(float) * HW_MEAN_SLOTS * HW_CHILD_WINDOWS);
+	while (k0 < k1 && l < HW_CHILD_LINKS && m < HW_MEAN_SLOTS)
+	{
+		uint16_t fk = snap->pf_fk[k0];
+		uint64_t e1 = k0 + 1;
+		int      ct = s->fk_child_table[fk];
+		const HwColumn *cols[MEAN_COLS_PER_FK];
+		int      nc = 0;
+
+		while (e1 < k1 && snap->pf_fk[e1] == fk)
+			e1++;
+		l++;
+		for (int i = 0; i < s->fk_mean_n[fk] && m + nc < HW_MEAN_SLOTS; i++)
+		{
+			int c = s->fk_mean_col[fk * MEAN_COLS_PER_FK + i];
+
+			if (ct == excl_table && c == excl_col)
+				continue;
+			cols[nc] = &snap->tables[ct].cols[c];
+			key[m + nc] = s->fk_mean_key[fk * MEAN_COLS_PER_FK + i];
+			nc++;
+		}
+		if (nc > 0)
+		{
+			double   sum[MEAN_COLS_PER_FK][HW_CHILD_WINDOWS];
+			uint32_t n[MEAN_COLS_PER_FK][HW_CHILD_WINDOWS];
+			uint32_t off = snap->tables[ct].row_offset, seen = 0;
+			/* a sorted (RECENT) group: [k0, end) is at or before obs, newest last */
+			uint64_t end = s->fk_recent[fk] ? first_after(pt, k0, e1, obs) : e1;
+
+			memset(sum, 0, sizeof(sum));
+			memset(n, 0, sizeof(n));
+			for (uint64_t e = end; e-- > k0 && seen < MEAN_SCAN_MAX;)
+			{
+				int64_t  te = pt[e];
+				uint32_t r = s->pf_child[e] - off;
+
+				if (te > obs)
+					continue;
+				seen++;
+				for (int i = 0; i < nc; i++)
+				{
+					const HwColumn *c = cols[i];
+					double   v;
+
+					if (c->valid && !c->valid[r])
+						continue;
+					v = c->stype == HW_ST_BOOLEAN ? (c->u8[r] ? 1.0 : -1.0) : (double) c->f32[r];
+					sum[i][0] += v;
+					n[i][0]++;
+					if (te == HW_NO_TIME || obs == HW_NO_CUTOFF)
+						continue;
+					for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && te > obs - s->cnt_win_us[j]; j--)
+					{
+						sum[i][j] += v;
+						n[i][j]++;
+					}
+				}
+			}
+			for (int i = 0; i < nc; i++)
+				for (int j = 0; j < HW_CHILD_WINDOWS; j++)
+					mean[(m + i) * HW_CHILD_WINDOWS + j] = n[i][j] ? (float) (sum[i][j] / n[i][j]) : 0.0f;
+			m += nc;
 		}
 		k0 = e1;
 	}
@@ -1339,12 +1471,19 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 			uint32_t ckey[HW_CHILD_LINKS];
 			uint16_t ccnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS];
 
+			uint32_t mkey[HW_MEAN_SLOTS];
+			float    mval[HW_MEAN_SLOTS * HW_CHILD_WINDOWS];
+
 			row_child_counts(s, g, obs, ckey, ccnt);
+			row_child_means(s, g, obs, t->kind == HW_TASK_CELL ? t->anchor_table : -1,
+							t->kind == HW_TASK_CELL ? t->target_col : -1, mkey, mval);
 			for (int c = w->row_start[nrows]; c < ncells; c++)
 			{
 				bt->link_key[base + c] = e.link;
 				memcpy(bt->child_key + (base + c) * HW_CHILD_LINKS, ckey, sizeof(ckey));
 				memcpy(bt->child_count + (base + c) * HW_CHILD_LINKS * HW_CHILD_WINDOWS, ccnt, sizeof(ccnt));
+				memcpy(bt->mean_key + (base + c) * HW_MEAN_SLOTS, mkey, sizeof(mkey));
+				memcpy(bt->child_mean + (base + c) * HW_MEAN_SLOTS * HW_CHILD_WINDOWS, mval, sizeof(mval));
 			}
 		}
 		w->row_len[nrows] = (uint16_t) (ncells - w->row_start[nrows]);
@@ -1735,6 +1874,9 @@ hw_sampler_free(HwSampler *s)
 	free(s->pf_child_own);
 	free(s->fk_recent);
 	free(s->fk_child_timed);
+	free(s->fk_mean_n);
+	free(s->fk_mean_col);
+	free(s->fk_mean_key);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
 	free(s->fk_link);
@@ -1981,8 +2123,11 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		s->fk_recent = calloc((size_t) snap->nfks + 1, 1);
 		s->fk_link = malloc(sizeof(uint32_t) * 2 * ((size_t) snap->nfks + 1));
 		s->fk_child_timed = calloc((size_t) snap->nfks + 1, 1);
+		s->fk_mean_n = calloc((size_t) snap->nfks + 1, 1);
+		s->fk_mean_col = calloc(((size_t) snap->nfks + 1) * MEAN_COLS_PER_FK, sizeof(int16_t));
+		s->fk_mean_key = calloc(((size_t) snap->nfks + 1) * MEAN_COLS_PER_FK, sizeof(uint32_t));
 		if (!s->pf_time || !s->fk_child_table || !s->fk_parent_table || !s->fk_recent || !s->fk_link ||
-			!s->fk_child_timed)
+			!s->fk_child_timed || !s->fk_mean_n || !s->fk_mean_col || !s->fk_mean_key)
 			goto oom;
 		for (uint64_t e = 0; e < ne; e++)
 			s->pf_time[e] = snap->row_time_us[snap->pf_dst[e]];
@@ -1999,6 +2144,7 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 				snap->tables[snap->fks[f].child_table].time_col >= 0;
 			s->fk_recent[f] = s->recent && s->fk_child_timed[f];
 			any_recent |= s->fk_recent[f] != 0;
+			init_fk_means(s, f);
 		}
 		s->pf_child = snap->pf_dst;
 		if (any_recent && ne > 0)

@@ -210,9 +210,9 @@ fnv64(const uint8_t *p, size_t n)
 }
 
 /* blob rewritten as an older version: `drop` bytes cut from the end of its
- * config (version 4 -> 3: child_counts, 4 bytes; -> 2: also rel_time and
- * link_types, 8 bytes; -> 1: also the 8 bytes of the schedule
- * continuation), checksum redone; *olen its length */
+ * config (version 5 -> 4: child_means, 4 bytes; -> 3: also child_counts, 4
+ * bytes; -> 2: also rel_time and link_types, 8 bytes; -> 1: also the 8
+ * bytes of the schedule continuation), checksum redone; *olen its length */
 static uint8_t *
 state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, size_t *olen)
 {
@@ -234,9 +234,10 @@ state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, s
 }
 
 /* The schedule continuation travels in the state (version 2), rel_time and
- * link_types too (version 3), child_counts (version 4); a version 1, 2 or 3
- * state (without the later fields) of a model without them still loads,
- * with a straight schedule and the missing flags 0. */
+ * link_types too (version 3), child_counts (version 4), child_means
+ * (version 5); a version 1, 2, 3 or 4 state (without the later fields) of a
+ * model without them still loads, with a straight schedule and the missing
+ * flags 0. */
 UNIT_TEST(model_state_schedule_fields_and_v1)
 {
 	HwError    err = {0};
@@ -269,9 +270,10 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.rel_time, 0);
 	CHECK_EQ_INT(rc.link_types, 0);
 	CHECK_EQ_INT(rc.child_counts, 0);
-	for (uint32_t ver = 1; ver <= 3; ver++)
+	CHECK_EQ_INT(rc.child_means, 0);
+	for (uint32_t ver = 1; ver <= 4; ver++)
 	{
-		old = state_as_version(blob, len, ver, ver == 1 ? 20 : ver == 2 ? 12 : 4, &olen);
+		old = state_as_version(blob, len, ver, ver == 1 ? 24 : ver == 2 ? 16 : ver == 3 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -281,6 +283,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->rel_time, 0);
 			CHECK_EQ_INT(hw_model_config(r)->link_types, 0);
 			CHECK_EQ_INT(hw_model_config(r)->child_counts, 0);
+			CHECK_EQ_INT(hw_model_config(r)->child_means, 0);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -292,18 +295,32 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(rt && hw_model_config(rt)->rel_time == 1 && hw_model_param_index(rt, "enc.ts_rel.w") >= 0);
 	CHECK(hw_model_config(rt)->link_types == 1 && hw_model_param_index(rt, "enc.link.w") >= 0);
 	CHECK(hw_model_config(rt)->child_counts == 1 && hw_model_param_index(rt, "enc.cnt.w") >= 0);
+	CHECK_EQ_INT(hw_model_config(rt)->child_means, 1);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
 	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
+	CHECK_MSG(r != NULL, "version 5 state: %s", err.msg);
 	if (r)
 	{
 		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
 		CHECK_EQ_INT(hw_model_config(r)->link_types, 1);
 		CHECK_EQ_INT(hw_model_config(r)->child_counts, 1);
+		CHECK_EQ_INT(hw_model_config(r)->child_means, 1);
 		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
 		hw_model_free(r);
 	}
+	/* a version 4 state of the same model: child counts without means */
+	old = state_as_version(blob, len, 4, 4, &olen);
+	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
+	if (r)
+	{
+		CHECK_EQ_INT(hw_model_config(r)->child_counts, 1);
+		CHECK_EQ_INT(hw_model_config(r)->child_means, 0);
+		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
+		hw_model_free(r);
+	}
+	free(old);
 	hw_model_free(rt);
 	hw_model_free(a);
 	hw_backend_destroy(be);

@@ -256,7 +256,7 @@ UNIT_TEST(child_count_features_hand_computed)
 	cnt[1 * HW_CHILD_WINDOWS + 0] = 999;          /* link 1 has no key: ignored */
 	cnt[2 * HW_CHILD_WINDOWS + 0] = 1;            /* link 2: 1 in all, 1 in window 11 */
 	cnt[2 * HW_CHILD_WINDOWS + 11] = 1;
-	hw_child_count_features(key, cnt, f);
+	hw_child_count_features(key, cnt, NULL, NULL, f);
 	hw_link_code(0x51u, c1);
 	hw_link_code(0x7du, c2);
 	for (int w = 0; w < HW_CHILD_WINDOWS; w++)
