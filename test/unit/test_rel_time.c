@@ -274,6 +274,68 @@ UNIT_TEST(child_count_features_hand_computed)
 		}
 }
 
+/* Child means ride on the same features: slot w * 32 + j adds, per mean
+ * slot with a key, code_m[j] * clamp(mean_mw, -4, 4) / 2 (a slot without a
+ * key is ignored whatever its means). */
+UNIT_TEST(child_mean_features_hand_computed)
+{
+	uint32_t key[HW_CHILD_LINKS] = {0x51u, 0, 0, 0, 0, 0};
+	uint16_t cnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS] = {0};
+	uint32_t mkey[HW_MEAN_SLOTS] = {0, 0x99u, 0, 0, 0, 0, 0, 0x3au};
+	float    mean[HW_MEAN_SLOTS * HW_CHILD_WINDOWS] = {0};
+	float    f[HW_CNT_DIM], c1[HW_LINK_DIM], m1[HW_LINK_DIM], m7[HW_LINK_DIM];
+
+	cnt[0] = 2;                                   /* link 0: 2 in all */
+	mean[0] = 5.0f;                               /* slot 0 has no key: ignored */
+	mean[1 * HW_CHILD_WINDOWS + 0] = -1.5f;       /* slot 1: -1.5 in all, 0.25 in window 3 */
+	mean[1 * HW_CHILD_WINDOWS + 3] = 0.25f;
+	mean[7 * HW_CHILD_WINDOWS + 0] = 9.0f;        /* slot 7: clamped to 4 */
+	hw_child_count_features(key, cnt, mkey, mean, f);
+	hw_link_code(0x51u, c1);
+	hw_link_code(0x99u, m1);
+	hw_link_code(0x3au, m7);
+	for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		for (int j = 0; j < HW_LINK_DIM; j++)
+		{
+			double want = 0;
+
+			if (w == 0)
+				want = c1[j] * log(3.0) / 4 + m1[j] * -1.5 / 2 + m7[j] * 4.0 / 2;
+			else if (w == 3)
+				want = m1[j] * 0.25 / 2;
+			CHECK_CLOSE(f[w * HW_LINK_DIM + j], want, 1e-6, 1e-6);
+		}
+}
+
+/* The model reads child means only when child_means is on (a model trained
+ * before it, child_means 0, ignores them), and only on the sequences that
+ * carry them. */
+UNIT_TEST(model_child_means_only_when_on)
+{
+	RtFix f;
+	float a[6], z[6], off[6];
+	int   N = 6 * 32;
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	CHECK_EQ_INT(hw_model_config(f.m)->child_means, 1);
+	set_cnt_w(&f, 3.0f);
+	memset(f.b->mean_key, 0, sizeof(uint32_t) * N * HW_MEAN_SLOTS);
+	values(&f, z);
+	for (int i = 0; i < 32; i++)                  /* sequence 0 only */
+	{
+		f.b->mean_key[i * HW_MEAN_SLOTS + 2] = 0x1234u;
+		f.b->child_mean[(i * HW_MEAN_SLOTS + 2) * HW_CHILD_WINDOWS] = 1.5f;
+	}
+	values(&f, a);
+	CHECK(a[0] != z[0]);
+	for (int b = 1; b < 6; b++)
+		CHECK(a[b] == z[b]);
+	((HwModelConfig *) hw_model_config(f.m))->child_means = 0;
+	values(&f, off);
+	CHECK(memcmp(off, z, sizeof(z)) == 0);
+	rt_free(&f);
+}
+
 /* Without child keys enc.cnt.w does not matter; with them it does, only for
  * the sequences that have them, and the counts themselves matter (the same
  * keys with other counts give other predictions). */

@@ -311,6 +311,151 @@ UNIT_TEST(sampler_child_counts_hand_case)
 	synth_free(s);
 }
 
+/* Expected child means of a row's first (FK, column) pair, computed
+ * naively: the mean of vals over the children counted by
+ * naive_child_counts, per window; 0 where there are none. */
+static void
+naive_child_means(const HwSnapshot *s, const int *days, const float *vals, int n, int obs_day, bool cutoff,
+				  float *out)
+{
+	double sum[HW_CHILD_WINDOWS] = {0};
+	int    cnt[HW_CHILD_WINDOWS] = {0};
+
+	for (int i = 0; i < n; i++)
+	{
+		if (cutoff && days[i] > obs_day)
+			continue;
+		sum[0] += vals[i];
+		cnt[0]++;
+		for (int j = 1; j < HW_CHILD_WINDOWS && cutoff; j++)
+			if ((double) (obs_day - days[i]) * DAY_US < s->ts_std_us * pow(2.0, (j - 10) / 2.0))
+			{
+				sum[j] += vals[i];
+				cnt[j]++;
+			}
+	}
+	for (int j = 0; j < HW_CHILD_WINDOWS; j++)
+		out[j] = cnt[j] ? (float) (sum[j] / cnt[j]) : 0.0f;
+}
+
+/* The cell's mean slots: slot 0 with key0 (nonzero) and the means of want,
+ * all others empty; want NULL: no slot at all. */
+static bool
+means_are(const HwBatch *b, int cell, const float *want)
+{
+	const uint32_t *key = b->mean_key + (size_t) cell * HW_MEAN_SLOTS;
+	const float    *mean = b->child_mean + (size_t) cell * HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
+
+	if ((key[0] != 0) != (want != NULL))
+	{
+		unit_fail(__FILE__, __LINE__, "cell %d: mean key %u, expected %s", cell, key[0], want ? "one" : "none");
+		return false;
+	}
+	for (int q = 0; q < HW_MEAN_SLOTS; q++)
+		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		{
+			float expect = q == 0 && want ? want[w] : 0.0f;
+
+			if (fabsf(mean[q * HW_CHILD_WINDOWS + w] - expect) > 1e-5f || (q > 0 && key[q] != 0))
+			{
+				unit_fail(__FILE__, __LINE__, "cell %d slot %d window %d: mean %g, expected %g",
+						  cell, q, w, mean[q * HW_CHILD_WINDOWS + w], expect);
+				return false;
+			}
+		}
+	return true;
+}
+
+/* Child means on the hand-built snapshot, under both child policies: the
+ * mean of orders.amount over c0's orders at days 10, 20, 30 (amounts 10,
+ * 20, 30) seen from o1 (day 20) by a task on orders.at: 15 over all, 20 in
+ * the windows too narrow for the day-10 order; from a customer task (no
+ * cutoff): 20, no windows.  A task on orders.amount itself gets no mean of
+ * amount anywhere (the seed is its customer's child, dated at obs: its
+ * masked value would reach the customer's cells). */
+UNIT_TEST(sampler_child_means_hand_case)
+{
+	HwSnapshot *s = tiny();
+	HwError err = {0};
+	const int c0_days[3] = {10, 20, 30};
+	float c0_amount[3];         /* amounts 10, 20, 30 as the snapshot stores them: z-scores */
+	float want[HW_CHILD_WINDOWS];
+
+	CHECK(s != NULL);
+	for (int r = 0; r < 3; r++)
+		c0_amount[r] = synth_col(s, 1, "amount")->f32[r];
+	CHECK(c0_amount[0] < c0_amount[1] && c0_amount[1] < c0_amount[2]);
+	for (int pol = 0; pol < 2; pol++)
+	{
+		HwTask *ta = hw_task_new("at", HW_TASK_CELL, &err);
+		HwTask *tm = hw_task_new("amount", HW_TASK_CELL, &err);
+		HwTask *tc = hw_task_new("age", HW_TASK_CELL, &err);
+		HwSamplerConfig cfg;
+		HwBatch *b = NULL;
+		uint32_t seed = 1, key0;    /* o1: cells o1, then c0's (age, seg, bio), then o0's */
+		HwSampler *sm;
+
+		CHECK(hw_task_build_cell(ta, s, 1, 2, &err) == HW_OK);
+		CHECK(hw_task_build_cell(tm, s, 1, 3, &err) == HW_OK);
+		CHECK(hw_task_build_cell(tc, s, 0, 1, &err) == HW_OK);
+		hw_sampler_config_default(&cfg);
+		cfg.batch_size = 1;
+		cfg.seq_len = 16;
+		cfg.n_threads = 1;
+		cfg.child_sampling = pol ? HW_CHILD_UNIFORM : HW_CHILD_RECENT;
+
+		sm = hw_sampler_create(s, &ta, 1, &cfg, &err);
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		naive_child_means(s, c0_days, c0_amount, 3, 20, true, want);
+		CHECK(fabsf(want[0] - (c0_amount[0] + c0_amount[1]) / 2) < 1e-6f && want[1] == c0_amount[1] &&
+			  want[HW_CHILD_WINDOWS - 1] == want[0]);   /* the windows do split them */
+		/* the customer's cells: the ones after the seed row's that carry counts */
+		int cust = -1;
+
+		for (int c = 0; c < 16 && cust < 0; c++)
+			if (!b->is_padding[c] && b->child_key[(size_t) c * HW_CHILD_LINKS] != 0)
+				cust = c;
+		CHECK(cust > 0);
+		if (cust > 0)
+		{
+			CHECK(means_are(b, cust, want));
+			key0 = b->mean_key[(size_t) cust * HW_MEAN_SLOTS];
+			CHECK(key0 != b->child_key[(size_t) cust * HW_CHILD_LINKS]);   /* its own code */
+			CHECK(means_are(b, 0, NULL));                                   /* orders have no children */
+		}
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+
+		/* the task on amount: no mean of amount, the customer's counts stay */
+		sm = hw_sampler_create(s, &tm, 1, &cfg, &err);
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		for (int c = 0; c < 16; c++)
+			if (!b->is_padding[c])
+				CHECK(means_are(b, c, NULL));
+		CHECK(cust > 0 && b->child_key[(size_t) cust * HW_CHILD_LINKS] != 0);
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+
+		/* no cutoff: all three orders, no windows */
+		sm = hw_sampler_create(s, &tc, 1, &cfg, &err);
+		CHECK_MSG(sm != NULL, "%s", err.msg);
+		seed = 0;
+		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
+		naive_child_means(s, c0_days, c0_amount, 3, 0, false, want);
+		CHECK(fabsf(want[0] - (c0_amount[0] + c0_amount[1] + c0_amount[2]) / 3) < 1e-6f && want[1] == 0.0f);
+		CHECK(means_are(b, 0, want));
+		hw_batch_free(b);
+		hw_sampler_free(sm);
+		hw_task_free(ta);
+		hw_task_free(tm);
+		hw_task_free(tc);
+	}
+	synth_free(s);
+}
+
+
 UNIT_TEST(sampler_exact_cell_task_sequence_key_cells)
 {
 	HwSnapshot *s = tiny();
