@@ -44,8 +44,10 @@
  *                                             numerical or boolean column of the child
  *                                             table) pairs of the cell's row; 0: none
  *   child_mean            [B,S,M,W]  float32  per cell and pair, the mean of that column
- *                                             over the same children as child_count (z-score,
- *                                             or 0/1 for a boolean; NULLs left out); 0 where
+ *                                             over the children child_count counts, of them
+ *                                             at most the 1,024 read last (the most recent
+ *                                             under the recent-first policy) (z-score, or
+ *                                             -1/+1 for a boolean; NULLs left out); 0 where
  *                                             no child has a value
  * The model derives its relative-time features from seed_time, its link
  * codes from link_key and its child-count features from child_key,

@@ -249,8 +249,10 @@ hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32
 		{
 			float v = mean[q * HW_CHILD_WINDOWS + w];
 
+			if (!isfinite(v))   /* never from the sampler (the catalog stores NaN as NULL) */
+				continue;
 			v = 0.5f * (v > 4.0f ? 4.0f : v < -4.0f ? -4.0f : v);
-			if (v != 0.0f)      /* NaN fails every comparison above: check it too */
+			if (v != 0.0f)
 				for (int j = 0; j < HW_LINK_DIM; j++)
 					out[w * HW_LINK_DIM + j] += v * code[j];
 		}

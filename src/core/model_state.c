@@ -242,6 +242,10 @@ hw_model_state_load(HwModel *m, const uint8_t *buf, size_t len, HwError *err)
 							"the model has %d, %d, %d, %d, %d, %d",
 							c.d_model, c.n_heads, c.n_layers, c.d_text, c.d_ff, c.full_attention,
 							mc->d_model, mc->n_heads, mc->n_layers, mc->d_text, mc->d_ff, mc->full_attention);
+	/* inputs without a parameter of their own: the parameter table below cannot tell */
+	if ((c.child_means != 0) != (mc->child_means != 0))
+		return hw_error_set(err, HW_ERR_INVALID, "model state is for child_means %d; the model has %d",
+							c.child_means != 0, mc->child_means != 0);
 	GET(&r, step);
 	get(&r, rng, sizeof(rng));
 	GET(&r, np);

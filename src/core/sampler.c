@@ -256,7 +256,7 @@ struct HwSampler
 	int64_t   cnt_win_us[HW_CHILD_WINDOWS];   /* child-count windows (row_child_counts); [0] unused */
 	uint8_t  *fk_mean_n;        /* [nfks] columns of FK f's child table that child means average */
 	int16_t  *fk_mean_col;      /* [nfks][MEAN_COLS_PER_FK] their column indices in the child table */
-	uint32_t *fk_mean_key;      /* [nfks][MEAN_COLS_PER_FK] their mean keys (fk_mean_key_of) */
+	uint32_t *fk_mean_key;      /* [nfks][MEAN_COLS_PER_FK] their mean keys (init_fk_means) */
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -521,6 +521,8 @@ init_fk_means(HwSampler *s, int f)
 									(col->stype == HW_ST_BOOLEAN && col->u8)))
 			continue;
 		n = snprintf(buf, sizeof(buf), "mean\x1f%u\x1f%s", (unsigned) s->fk_link[2 * f + 1], col->name ? col->name : "");
+		if (n < 0)
+			n = 0;
 		h = hw_hash_key_text(buf, (size_t) (n < (int) sizeof(buf) ? n : (int) sizeof(buf) - 1));
 		key = (uint32_t) (h ^ (h >> 32));
 		s->fk_mean_col[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = (int16_t) c;

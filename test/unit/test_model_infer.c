@@ -34,6 +34,7 @@ batch_pick(const HwBatch *bt, const int *idx, int n)
 		CP(categorical_embed_ids, 1); CP(text_embed_ids, 1); CP(is_target, 1); CP(is_padding, 1);
 		CP(col_perm, 1); CP(out_perm, 1); CP(in_perm, 1); CP(link_key, 1);
 		CP(child_key, HW_CHILD_LINKS); CP(child_count, HW_CHILD_LINKS * HW_CHILD_WINDOWS);
+		CP(mean_key, HW_MEAN_SLOTS); CP(child_mean, HW_MEAN_SLOTS * HW_CHILD_WINDOWS);
 #undef CP
 		memcpy(o->fk_adj + (size_t) j * R * R, bt->fk_adj + (size_t) idx[j] * R * R, R * R);
 		o->seed_time[j] = bt->seed_time[idx[j]];
