@@ -215,47 +215,51 @@ hw_link_code(uint32_t key, float out[HW_LINK_DIM])
 		out[j] = (z >> j) & 1 ? a : -a;
 }
 
+/* out[w * HW_LINK_DIM + j] += v[w] * code(key)[j] for every window w */
+static void
+add_coded_windows(float out[HW_CNT_DIM], uint32_t key, const float v[HW_CHILD_WINDOWS])
+{
+	float code[HW_LINK_DIM];
+
+	hw_link_code(key, code);
+	for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		if (v[w] != 0.0f)
+			for (int j = 0; j < HW_LINK_DIM; j++)
+				out[w * HW_LINK_DIM + j] += v[w] * code[j];
+}
+
 /* child-count features of one cell (model.h) */
 void
 hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32_t *mean_key,
 						const float *mean, float out[HW_CNT_DIM])
 {
+	float v[HW_CHILD_WINDOWS];
+
 	memset(out, 0, sizeof(float) * HW_CNT_DIM);
 	for (int l = 0; l < HW_CHILD_LINKS; l++)
 	{
-		float code[HW_LINK_DIM];
-
 		if (key[l] == 0)
 			continue;
-		hw_link_code(key[l], code);
 		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
 		{
 			uint16_t n = count[l * HW_CHILD_WINDOWS + w];
-			float    v = n ? 0.25f * log1pf((float) n) : 0.0f;
 
-			if (v != 0.0f)
-				for (int j = 0; j < HW_LINK_DIM; j++)
-					out[w * HW_LINK_DIM + j] += v * code[j];
+			v[w] = n ? 0.25f * log1pf((float) n) : 0.0f;
 		}
+		add_coded_windows(out, key[l], v);
 	}
 	for (int q = 0; mean_key && q < HW_MEAN_SLOTS; q++)
 	{
-		float code[HW_LINK_DIM];
-
 		if (mean_key[q] == 0)
 			continue;
-		hw_link_code(mean_key[q], code);
 		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
 		{
-			float v = mean[q * HW_CHILD_WINDOWS + w];
+			float x = mean[q * HW_CHILD_WINDOWS + w];
 
-			if (!isfinite(v))   /* never from the sampler (the catalog stores NaN as NULL) */
-				continue;
-			v = 0.5f * (v > 4.0f ? 4.0f : v < -4.0f ? -4.0f : v);
-			if (v != 0.0f)
-				for (int j = 0; j < HW_LINK_DIM; j++)
-					out[w * HW_LINK_DIM + j] += v * code[j];
+			/* non-finite: never from the sampler (the catalog stores NaN as NULL) */
+			v[w] = !isfinite(x) ? 0.0f : 0.5f * (x > 4.0f ? 4.0f : x < -4.0f ? -4.0f : x);
 		}
+		add_coded_windows(out, mean_key[q], v);
 	}
 }
 
