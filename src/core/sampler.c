@@ -55,6 +55,18 @@ hash5(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e)
 	return h;
 }
 
+/* A nonzero 32-bit key of the text snprintf wrote into buf (n its return
+ * value, cap the buffer's size): the folded hash of what fits. */
+static uint32_t
+text_key(const char *buf, int n, size_t cap)
+{
+	size_t   len = n < 0 ? 0 : (size_t) n < cap ? (size_t) n : cap - 1;
+	uint64_t h = hw_hash_key_text(buf, len);
+	uint32_t key = (uint32_t) (h ^ (h >> 32));
+
+	return key ? key : 1;
+}
+
 /*
  * Link key of FK f crossed towards the parent (dir 0) or the child (dir 1):
  * a hash of the child table's, the constraint's and the parent table's
@@ -71,10 +83,8 @@ fk_link_key(const HwSnapshot *snap, int f, int dir)
 	const char *nm = k->name ? k->name : "";
 	char        buf[512];
 	int         n = snprintf(buf, sizeof(buf), "%s\x1f%s\x1f%s\x1f%d", ct ? ct : "", nm, pt ? pt : "", dir);
-	uint64_t    h = hw_hash_key_text(buf, (size_t) (n < (int) sizeof(buf) ? n : (int) sizeof(buf) - 1));
-	uint32_t    key = (uint32_t) (h ^ (h >> 32));
 
-	return key ? key : 1;
+	return text_key(buf, n, sizeof(buf));
 }
 
 #define MEAN_COLS_PER_FK 4      /* columns of a child table that child means average */
@@ -514,19 +524,13 @@ init_fk_means(HwSampler *s, int f)
 		const HwColumn *col = &snap->tables[ct].cols[c];
 		char     buf[512];
 		int      n;
-		uint64_t h;
-		uint32_t key;
 
 		if (col->global_id < 0 || !((col->stype == HW_ST_NUMERICAL && col->f32) ||
 									(col->stype == HW_ST_BOOLEAN && col->u8)))
 			continue;
 		n = snprintf(buf, sizeof(buf), "mean\x1f%u\x1f%s", (unsigned) s->fk_link[2 * f + 1], col->name ? col->name : "");
-		if (n < 0)
-			n = 0;
-		h = hw_hash_key_text(buf, (size_t) (n < (int) sizeof(buf) ? n : (int) sizeof(buf) - 1));
-		key = (uint32_t) (h ^ (h >> 32));
 		s->fk_mean_col[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = (int16_t) c;
-		s->fk_mean_key[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = key ? key : 1;
+		s->fk_mean_key[f * MEAN_COLS_PER_FK + s->fk_mean_n[f]] = text_key(buf, n, sizeof(buf));
 		s->fk_mean_n[f]++;
 	}
 }
@@ -1472,7 +1476,6 @@ build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec
 		{
 			uint32_t ckey[HW_CHILD_LINKS];
 			uint16_t ccnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS];
-
 			uint32_t mkey[HW_MEAN_SLOTS];
 			float    mval[HW_MEAN_SLOTS * HW_CHILD_WINDOWS];
 
