@@ -201,6 +201,7 @@ UNIT_TEST(optim_step_adamw_muon_clip_and_nan)
 	c.lr = 0.01f;
 	c.warmup_steps = 0;
 	c.total_steps = 1000;
+	CHECK(c.weight_decay > 0);              /* the decay term below is exercised */
 	hw_params_add(&t, "v.b", 1, 3, 1, HW_OPT_ADAMW, 0);
 	hw_params_add(&t, "m.w", 2, 2, 3, HW_OPT_MUON, 1);
 	memcpy(p0, p, sizeof(p));
@@ -217,7 +218,7 @@ UNIT_TEST(optim_step_adamw_muon_clip_and_nan)
 		CHECK_CLOSE(m1[i], 0.1 * gg, 1e-7, 1e-5);
 		CHECK_CLOSE(m2[i], 0.05 * gg * gg, 1e-7, 1e-5);
 	}
-	/* Muon: buf = g'; u = g' + 0.95 g'; NS(u) scaled by 0.2 sqrt(3); decay lr*0.1 */
+	/* Muon: buf = g'; u = g' + 0.95 g'; NS(u) scaled by 0.2 sqrt(3); decay lr*wd */
 	mm = 0;
 	for (int i = 0; i < 6; i++)
 	{
@@ -227,7 +228,7 @@ UNIT_TEST(optim_step_adamw_muon_clip_and_nan)
 	ns_ref(mu, 2, 3);
 	for (int i = 0; i < 6; i++)
 	{
-		mm = p0[3 + i] * (1 - lr * 0.1) - lr * 0.2 * sqrt(3.0) * mu[i];
+		mm = p0[3 + i] * (1 - lr * (double) c.weight_decay) - lr * 0.2 * sqrt(3.0) * mu[i];
 		CHECK_CLOSE(p[3 + i], mm, 1e-6, 1e-5);
 	}
 	/* Inf gradient: refused, nothing changes */
