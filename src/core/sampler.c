@@ -297,6 +297,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->recent_children = -1;
 	cfg->key_cells = false;
 	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
+	cfg->cell_dropout = 0.0f;
 	cfg->world_size = 1;
 }
 
@@ -1946,16 +1947,17 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		cfg->rank >= cfg->world_size || cfg->n_threads < 0 ||
 		hw_child_sampling_name(cfg->child_sampling) == NULL ||
 		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
-		hw_future_parents_name(cfg->future_parents) == NULL)
+		hw_future_parents_name(cfg->future_parents) == NULL ||
+		!(cfg->cell_dropout >= 0.0f && cfg->cell_dropout <= 0.9f))
 	{
 		hw_error_set(err, HW_ERR_INVALID,
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (2..65535), max_rows %d "
 					 "(1..65535), bfs_child_width %d (0..64), rank %d of world_size %d, child_sampling %d "
 					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
-					 "(hide 0, follow 1)",
+					 "(hide 0, follow 1), cell_dropout %g (0..0.9)",
 					 cfg->batch_size, cfg->seq_len, cfg->max_rows, cfg->bfs_child_width,
 					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
-					 cfg->future_parents);
+					 cfg->future_parents, (double) cfg->cell_dropout);
 		return NULL;
 	}
 	HwSampler *s = calloc(1, sizeof(HwSampler));
@@ -2417,6 +2419,35 @@ build_batch(HwSampler *s, const SeqSpec *specs, int B, HwBatch **out, HwError *e
 	return HW_OK;
 }
 
+/*
+ * Cell dropout (sampler.h): each cell of bt that is not padding, not the
+ * target and not in the seed row becomes NULL with probability p, drawn
+ * from hash(key, b, s) so the batch stays a pure function of its number.
+ * Only values change; the NULL contract (value slots 0) holds.
+ */
+static void
+drop_cells(HwBatch *bt, float p, uint64_t key)
+{
+	const uint64_t threshold = (uint64_t) ((double) p * 0x1.0p64);     /* p <= 0.9: fits */
+
+	for (int b = 0; b < bt->B; b++)
+		for (int s = 0; s < bt->S; s++)
+		{
+			size_t i = (size_t) b * (size_t) bt->S + (size_t) s;
+
+			if (bt->is_padding[i] || bt->is_target[i] || bt->is_null[i] || bt->seq_row_ids[i] == 0)
+				continue;
+			if (hash5(key, (uint64_t) b, (uint64_t) s, 0, 0) >= threshold)
+				continue;
+			bt->is_null[i] = 1;
+			bt->numeric_values[i] = 0.0f;
+			bt->bool_values[i] = 0;
+			bt->categorical_embed_ids[i] = 0;
+			bt->text_embed_ids[i] = 0;
+			memset(bt->timestamp_values + i * HW_TS_DIM, 0, sizeof(float) * HW_TS_DIM);
+		}
+}
+
 int
 hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *seed_idx, HwError *err)
 {
@@ -2472,6 +2503,8 @@ hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *s
 	}
 	int rc = build_batch(s, specs, B, out, err);
 
+	if (rc == HW_OK && split == HW_SPLIT_TRAIN && s->cfg.cell_dropout > 0.0f)
+		drop_cells(*out, s->cfg.cell_dropout, hash5(seed, rank, (uint64_t) split, k, 0x64726f70ULL));
 	if (specs != specs_stack)
 		free(specs);
 	return rc;

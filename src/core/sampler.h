@@ -21,7 +21,7 @@
  * Determinism: batch k of a split is a pure function of (cfg.seed, cfg.rank,
  * cfg.world_size, split, k, snapshot, tasks, batch_size, seq_len, max_rows,
  * bfs_child_width, child_sampling, recent_children, key_cells, future_parents,
- * task_weights)
+ * cell_dropout, task_weights)
  * -- never of n_threads or of which batches were drawn before.  So "sampler
  * position = batch number" for resuming.
  *
@@ -94,6 +94,16 @@
  * children.  Column ids are unchanged (global ids; the column-name table
  * keeps every column).
  *
+ * Cell dropout (cell_dropout = p > 0, train split only, hw_sampler_batch):
+ *   after the batch is built, each cell that is not padding, not the
+ *   target and not in the seed row (row 0: the question itself) becomes a
+ *   NULL cell (is_null = 1, value slots 0) when hash(seed, rank, k, b, s) /
+ *   2^64 < p.  Rows, positions, fk_adj and permutations are unchanged: the
+ *   model still sees which rows and columns are there, not every value, so
+ *   it cannot learn a training row by heart from a few unique values (a
+ *   customer's name, a rental's exact time).  Validation, evaluation and
+ *   prediction batches never drop.
+ *
  * Tensors (batch.h): values from the snapshot columns (numerical z-score,
  * timestamp via hw_time_encode with the snapshot's ts_mean_us/ts_std_us,
  * boolean, categorical global index, text global index remapped batch-wide
@@ -158,6 +168,8 @@ typedef struct HwSamplerConfig
 								 * -1 (default) = half of bfs_child_width, rounded up */
 	bool      key_cells;        /* emit identifier (key) cells, default false */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
+	float     cell_dropout;     /* train split only: each context cell is shown as NULL
+								 * with this probability, [0, 0.9], default 0 (below) */
 	uint64_t  seed;             /* sampling randomness, default 0 */
 	int32_t   rank;             /* default 0 */
 	int32_t   world_size;       /* default 1 */

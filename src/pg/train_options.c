@@ -84,6 +84,7 @@ static const OptSpec opt_specs[] = {
 	{"recent_children", OPT_INT, 0, 64, false, "of child_width, how many are the most recent (default: half)"},
 	{"key_cells", OPT_BOOL, 0, 0, false, "emit cells for key columns"},
 	{"future_parents", OPT_FUTURE, 0, 0, false, "a parent row dated after the observation time"},
+	{"cell_dropout", OPT_NUM, 0, 0.9, false, "training only: the chance that a context cell is shown as NULL"},
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
 	{"max_minutes", OPT_NUM, 0, 1000000, true,
 	 "a time budget: training stops with a checkpoint when it is used up, and the learning rate follows it"},
@@ -469,6 +470,8 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->scfg.key_cells = x != 0;
 			else if (strcmp(key, "future_parents") == 0)
 				st->scfg.future_parents = (int32) x;
+			else if (strcmp(key, "cell_dropout") == 0)
+				st->scfg.cell_dropout = (float) x;
 			else if (strcmp(key, "seed") == 0)
 				st->mcfg.seed = (uint64) x;
 			else if (strcmp(key, "task_weights") == 0)

@@ -1007,6 +1007,92 @@ UNIT_TEST(sampler_timestamp_tables_match_reference)
 	hw_task_free(t);
 }
 
+/* Cell dropout: train batches only; a dropped cell is an eligible one (not
+ * padding, not the target, not in the seed row) made NULL with zero
+ * values; every other cell and the structure are those of the same batch
+ * without dropout; about p of the eligible cells go; deterministic. */
+UNIT_TEST(sampler_cell_dropout_train_only)
+{
+	shop_setup();
+	HwError err = {0};
+	HwSamplerConfig cfg;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 8;
+	cfg.seq_len = 256;
+	cfg.seed = 5;
+	HwSampler *plain = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+
+	cfg.cell_dropout = 0.3f;
+	HwSampler *drop = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+
+	CHECK(plain && drop);
+	long eligible = 0, dropped = 0, row0_cells = 0;
+
+	for (uint64_t k = 0; k < 4; k++)
+	{
+		HwBatch *a, *d, *again;
+
+		CHECK(hw_sampler_batch(plain, HW_SPLIT_VAL, k, &a, NULL, &err) == HW_OK);
+		CHECK(hw_sampler_batch(drop, HW_SPLIT_VAL, k, &d, NULL, &err) == HW_OK);
+		CHECK(batches_equal(a, d));
+		hw_batch_free(a);
+		hw_batch_free(d);
+
+		CHECK(hw_sampler_batch(plain, HW_SPLIT_TRAIN, k, &a, NULL, &err) == HW_OK);
+		CHECK(hw_sampler_batch(drop, HW_SPLIT_TRAIN, k, &d, NULL, &err) == HW_OK);
+		CHECK(hw_sampler_batch(drop, HW_SPLIT_TRAIN, k, &again, NULL, &err) == HW_OK);
+		CHECK(batches_equal(d, again));
+		CHECK(a->B == d->B && a->S == d->S && a->R == d->R && a->U == d->U);
+		CHECK(memcmp(a->fk_adj, d->fk_adj, (size_t) a->B * a->R * a->R) == 0);
+		for (size_t i = 0; i < (size_t) a->B * a->S; i++)
+		{
+			CHECK(a->column_ids[i] == d->column_ids[i] && a->seq_row_ids[i] == d->seq_row_ids[i] &&
+				  a->is_padding[i] == d->is_padding[i] && a->is_target[i] == d->is_target[i] &&
+				  a->semantic_types[i] == d->semantic_types[i]);
+			bool ok_cell = !a->is_padding[i] && !a->is_target[i] && !a->is_null[i];
+
+			if (ok_cell && a->seq_row_ids[i] == 0)
+				row0_cells++;
+			if (ok_cell && a->seq_row_ids[i] != 0)
+				eligible++;
+			if (d->is_null[i] && !a->is_null[i])
+			{
+				float zeros[HW_TS_DIM] = {0};
+
+				CHECK(ok_cell && a->seq_row_ids[i] != 0);
+				CHECK(d->numeric_values[i] == 0.0f && d->bool_values[i] == 0 &&
+					  d->categorical_embed_ids[i] == 0 && d->text_embed_ids[i] == 0);
+				CHECK(memcmp(d->timestamp_values + i * HW_TS_DIM, zeros, sizeof(zeros)) == 0);
+				dropped++;
+				continue;
+			}
+			CHECK(d->is_null[i] == a->is_null[i]);
+			CHECK(d->numeric_values[i] == a->numeric_values[i] && d->bool_values[i] == a->bool_values[i] &&
+				  d->categorical_embed_ids[i] == a->categorical_embed_ids[i] &&
+				  d->text_embed_ids[i] == a->text_embed_ids[i]);
+			CHECK(memcmp(d->timestamp_values + i * HW_TS_DIM, a->timestamp_values + i * HW_TS_DIM,
+						 sizeof(float) * HW_TS_DIM) == 0);
+		}
+		hw_batch_free(a);
+		hw_batch_free(d);
+		hw_batch_free(again);
+	}
+	CHECK(row0_cells > 0 && eligible > 2000);
+	CHECK_MSG(fabs((double) dropped / eligible - 0.3) < 0.03, "dropped %ld of %ld eligible cells", dropped, eligible);
+	hw_sampler_free(plain);
+	hw_sampler_free(drop);
+
+	/* out of range: refused */
+	cfg.cell_dropout = 0.95f;
+	CHECK(hw_sampler_create(shop, &shop_task, 1, &cfg, &err) == NULL);
+	CHECK_EQ_INT(err.code, HW_ERR_INVALID);
+	cfg.cell_dropout = NAN;
+	CHECK(hw_sampler_create(shop, &shop_task, 1, &cfg, &err) == NULL);
+	cfg.cell_dropout = -0.1f;
+	CHECK(hw_sampler_create(shop, &shop_task, 1, &cfg, &err) == NULL);
+}
+
 UNIT_TEST(sampler_rejects_bad_config)
 {
 	shop_setup();
