@@ -2422,7 +2422,8 @@ build_batch(HwSampler *s, const SeqSpec *specs, int B, HwBatch **out, HwError *e
 /*
  * Cell dropout (sampler.h): each cell of bt that is not padding, not the
  * target and not in the seed row becomes NULL with probability p, drawn
- * from hash(key, b, s) so the batch stays a pure function of its number.
+ * from mix64(key + i * golden ratio), i = b * S + s, key = hash of (seed,
+ * rank, split, k): the batch stays a pure function of its number.
  * Only values change; the NULL contract (value slots 0) holds.
  */
 static void
@@ -2437,7 +2438,7 @@ drop_cells(HwBatch *bt, float p, uint64_t key)
 
 			if (bt->is_padding[i] || bt->is_target[i] || bt->is_null[i] || bt->seq_row_ids[i] == 0)
 				continue;
-			if (hash5(key, (uint64_t) b, (uint64_t) s, 0, 0) >= threshold)
+			if (mix64(key + (uint64_t) i * 0x9e3779b97f4a7c15ULL) >= threshold)   /* one mix per cell */
 				continue;
 			bt->is_null[i] = 1;
 			bt->numeric_values[i] = 0.0f;
