@@ -34,7 +34,8 @@ FROM (VALUES ('{"threads": 100000}'), ('{"threads": -1}'), ('{"threads": "4"}'),
              ('{"task_weights": {"status41": 0}}'), ('{"task_weights": {"nosuchtask": 1}}'),
              ('{"split_seed": 7}'),
              ('{"batch_size": 4096, "seq_len": 4096}'),
-             ('{"batch_size": 4096, "seq_len": 256, "d_model": 4096, "n_heads": 64, "n_layers": 64}')) v(o),
+             ('{"batch_size": 4096, "seq_len": 256, "d_model": 4096, "n_heads": 64, "n_layers": 64}'),
+             ('{"cell_dropout": 1}'), ('{"cell_dropout": "0.1"}')) v(o),
      pg_temp.err(format('SELECT rt_train(%L, steps => 1, preset => %L, options => %L)', 'm41', 'tiny', o)) e;
 -- arguments
 SELECT a AS arguments, e.code AS sqlstate, e.message, e.hint
