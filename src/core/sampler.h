@@ -97,12 +97,13 @@
  * Cell dropout (cell_dropout = p > 0, train split only, hw_sampler_batch):
  *   after the batch is built, each cell that is not padding, not the
  *   target and not in the seed row (row 0: the question itself) becomes a
- *   NULL cell (is_null = 1, value slots 0) when hash(seed, rank, k, b, s) /
- *   2^64 < p.  Rows, positions, fk_adj and permutations are unchanged: the
- *   model still sees which rows and columns are there, not every value, so
- *   it cannot learn a training row by heart from a few unique values (a
- *   customer's name, a rental's exact time).  Validation, evaluation and
- *   prediction batches never drop.
+ *   NULL cell (is_null = 1, value slots 0) when mix64(hash(seed, rank,
+ *   split, k) + i * golden) / 2^64 < p, i = b * S + s.  Rows, positions,
+ *   fk_adj and permutations are unchanged: the model still sees which rows
+ *   and columns are there, not every value (meant against learning training
+ *   rows by heart; measured without a gain, so off by default: docs/
+ *   BENCHMARKS.md, session 9).  Validation, evaluation and prediction
+ *   batches never drop.
  *
  * Tensors (batch.h): values from the snapshot columns (numerical z-score,
  * timestamp via hw_time_encode with the snapshot's ts_mean_us/ts_std_us,
