@@ -64,6 +64,11 @@ struct HwModel
 	/* hw_model_create_frozen: params is the caller's read-only memory (never
 	 * written, never freed); grads, m1, m2, muon_work are NULL */
 	int           frozen;
+	/* cfg.ema_decay > 0: the parameter average (NULL otherwise).  Swapped:
+	 * params and ema exchanged (forward reads the average); adopted: params
+	 * is the average for good (inference only: no training, no state). */
+	float        *ema;
+	int           ema_swapped, ema_adopted;
 
 	/* parameter offsets */
 	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
@@ -159,7 +164,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means)
+	I(child_counts) I(child_means) F(ema_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -182,6 +187,9 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	if (!(c->lr > 0) || c->warmup_steps < 0 || c->total_steps < 0 || !(c->clip_norm > 0) ||
 		!(c->adam_b1 >= 0 && c->adam_b1 < 1) || !(c->adam_b2 >= 0 && c->adam_b2 < 1))
 		return hw_error_set(err, HW_ERR_INVALID, "invalid optimiser settings (lr > 0, 0 <= betas < 1, clip_norm > 0)");
+	if (!(c->ema_decay >= 0 && c->ema_decay < 1))
+		return hw_error_set(err, HW_ERR_INVALID, "ema_decay %g must be at least 0 and below 1 (0: no average)",
+							(double) c->ema_decay);
 	c->full_attention = c->full_attention ? 1 : 0;
 	c->rel_time = c->rel_time ? 1 : 0;
 	c->link_types = c->link_types ? 1 : 0;
@@ -556,6 +564,7 @@ hw_model_free(HwModel *m)
 		be->ops->free(be, m->m1);
 		be->ops->free(be, m->m2);
 		be->ops->free(be, m->muon_work);
+		be->ops->free(be, m->ema);
 	}
 	be->ops->free(be, m->col_table);
 	be->ops->free(be, m->cat_table);
@@ -747,7 +756,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 		m->m1 = o->alloc(be, pbytes);
 		m->m2 = o->alloc(be, pbytes);
 		m->muon_work = o->alloc(be, sizeof(float) * (size_t) (hw_muon_work_floats(m->pt.p, m->pt.n) + 1));
-		if (!m->params || !m->grads || !m->m1 || !m->m2 || !m->muon_work)
+		m->ema = cfg.ema_decay > 0 ? o->alloc(be, pbytes) : NULL;
+		if (!m->params || !m->grads || !m->m1 || !m->m2 || !m->muon_work || (cfg.ema_decay > 0 && !m->ema))
 			goto nomem;
 		o->memset(be, m->grads, 0, pbytes);
 		o->memset(be, m->m1, 0, pbytes);
@@ -768,6 +778,8 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	{
 		init_params(m, host);
 		o->memcpy_h2d(be, m->params, host, pbytes);
+		if (m->ema)
+			o->memcpy_h2d(be, m->ema, host, pbytes);     /* the average starts at the initial parameters */
 	}
 	for (int64_t i = 0; i < (int64_t) ncols * m->Dt; i++)
 		host[i] = hw_f16_to_f32(col_table[i]);
@@ -1499,11 +1511,23 @@ hw_model_optimizer_step(HwModel *m, float *gnorm, float *lr, HwError *err)
 {
 	if (m->frozen)
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model cannot be trained");
+	if (m->ema_swapped || m->ema_adopted)
+		return hw_error_set(err, HW_ERR_INVALID, "the model reads its parameter average (%s): it cannot be trained",
+							m->ema_adopted ? "loaded to predict" : "swapped in");
 	int rc = hw_optim_step(m->be, &m->cfg, m->pt.p, m->pt.n, m->params, m->grads, m->m1, m->m2,
 						   m->muon_work, m->step + 1, gnorm, lr, err);
 
 	if (rc == HW_OK)
+	{
 		m->step++;
+		if (m->ema)
+		{
+			float d = hw_ema_weight(m->cfg.ema_decay, m->step);
+
+			/* ema = d * ema + (1 - d) * params */
+			m->be->ops->axpby(m->be, m->ema, 1.0f - d, m->params, d, (size_t) m->pt.numel);
+		}
+	}
 	return rc == HW_OK ? rc : backend_cause(m->be, rc, err);
 }
 
@@ -1806,8 +1830,59 @@ buf_of(HwModel *m, int which)
 		case 1: return m->grads;
 		case 2: return m->m1;
 		case 3: return m->m2;
+		case 4: return m->ema;
 	}
 	return NULL;
+}
+
+float
+hw_ema_weight(float ema_decay, int64_t t)
+{
+	double warm = (1.0 + (double) t) / (10.0 + (double) t);
+
+	return (float) (ema_decay < warm ? ema_decay : warm);
+}
+
+int
+hw_model_has_ema(const HwModel *m)
+{
+	return m->ema != NULL;
+}
+
+int
+hw_model_ema_swapped(const HwModel *m)
+{
+	return m->ema_swapped;
+}
+
+int
+hw_model_swap_ema(HwModel *m, HwError *err)
+{
+	float *t;
+
+	if (m->ema == NULL || m->ema_adopted)
+		return hw_error_set(err, HW_ERR_INVALID, "the model keeps no parameter average to swap (ema_decay is 0)");
+	/* parameters are read at offsets from m->params: swapping the pointers swaps every tensor */
+	t = m->params;
+	m->params = m->ema;
+	m->ema = t;
+	m->ema_swapped = !m->ema_swapped;
+	return HW_OK;
+}
+
+int
+hw_model_adopt_ema(HwModel *m, HwError *err)
+{
+	if (m->frozen)
+		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no parameter average to adopt");
+	if (m->ema == NULL || m->ema_adopted)
+		return HW_OK;
+	if (!m->ema_swapped)
+		m->be->ops->memcpy_d2d(m->be, m->params, m->ema, sizeof(float) * (size_t) m->pt.numel);
+	else
+		m->be->ops->memcpy_d2d(m->be, m->ema, m->params, sizeof(float) * (size_t) m->pt.numel);
+	m->ema_adopted = 1;
+	return backend_cause(m->be, HW_OK, err);
 }
 
 float *

@@ -155,6 +155,15 @@ typedef struct HwModelConfig
 	 * "The customer's average rating" was otherwise an estimate from the
 	 * few reviews a sequence shows. */
 	int32_t  child_means;
+	/* > 0: the model also keeps an exponential moving average of its
+	 * parameters (Polyak averaging), updated after every optimiser step t as
+	 *   d = min(ema_decay, (1 + t) / (10 + t)),  ema = d * ema + (1 - d) * params
+	 * (the warm-up factor lets early steps count while the average is young);
+	 * validation, evaluation and serving read the average, training the
+	 * parameters (hw_model_swap_ema, hw_model_adopt_ema).  0: none (state
+	 * blobs before version 6 load as 0).  Averaging the last few hundred
+	 * steps smooths the noise of small-batch steps on a small training set. */
+	float    ema_decay;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -316,15 +325,35 @@ int hw_model_backend_status(HwModel *m, HwError *err);
  * (data-parallel gradients, dp_step.h).  NULL for a bad which. */
 float     *hw_model_device_buffer(HwModel *m, int which);
 HwBackend *hw_model_backend(HwModel *m);
-/* Whole flat buffers (hw_model_numel floats). */
+/* Whole flat buffers (hw_model_numel floats); which 4: the parameter
+ * average (cfg.ema_decay > 0 only). */
 int hw_model_get_flat(HwModel *m, int which, float *dst);
 int hw_model_set_flat(HwModel *m, int which, const float *src);
 
+/* ---- parameter average (cfg.ema_decay > 0) ----
+ * hw_model_has_ema: 1 when the model keeps one.
+ * hw_model_swap_ema: exchanges the parameters and the average (pointers,
+ *   no copy), so that forward/eval/predict read the average; call again to
+ *   swap back.  While swapped, training steps and serialization fail
+ *   (HW_ERR_INVALID): the average is not what the optimiser updates.
+ * hw_model_ema_swapped: 1 while swapped.
+ * hw_model_adopt_ema: for a model loaded only to predict (serving,
+ *   evaluation): its parameters become the average, for good; afterwards
+ *   training steps fail.  A model without an average
+ *   is left as it is.  HW_OK, or HW_ERR_INVALID for a frozen model. */
+int hw_model_has_ema(const HwModel *m);
+int hw_model_swap_ema(HwModel *m, HwError *err);
+int hw_model_ema_swapped(const HwModel *m);
+int hw_model_adopt_ema(HwModel *m, HwError *err);
+/* The averaging weight d of step t (1-based) for a decay (see ema_decay). */
+float hw_ema_weight(float ema_decay, int64_t t);
+
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
- * RNG state, parameter table (names, shapes), params, m, v, checksum. */
-#define HW_MODEL_STATE_VERSION 5     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
-									  * 4: + child_counts; 5: + child_means; 1..4 still load */
+ * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
+#define HW_MODEL_STATE_VERSION 6     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
+									  * when > 0, the parameter average; 1..5 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

@@ -6,6 +6,7 @@
  *   i64 step  u64 rng[4]
  *   u32 n_params, then per parameter: u16 name_len, name, i32 ndim, i32 shape[2]
  *   i64 numel  f32 params[numel]  f32 m1[numel]  f32 m2[numel]
+ *   [f32 ema[numel]: from version 6, when ema_decay > 0]
  *   u64 FNV-1a 64 of every preceding byte
  * Config fields, in order: i32 d_model n_heads n_layers seq_len batch_size
  * d_text d_ff full_attention, f32 lr, i32 warmup_steps total_steps, f32
@@ -14,7 +15,8 @@
  * load with both 0: a straight run's schedule), from version 3: i32
  * rel_time, i32 link_types (older blobs load with 0: their models have no
  * enc.ts_rel.w, enc.link.w), from version 4: i32 child_counts (older: 0,
- * no enc.cnt.w), from version 5: i32 child_means (older: 0, counts only).
+ * no enc.cnt.w), from version 5: i32 child_means (older: 0, counts only),
+ * from version 6: f32 ema_decay (older: 0, no parameter average).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -27,7 +29,8 @@
 #define CONFIG_BYTES_V2 (CONFIG_BYTES_V1 + 4 + 4)
 #define CONFIG_BYTES_V3 (CONFIG_BYTES_V2 + 4 + 4)
 #define CONFIG_BYTES_V4 (CONFIG_BYTES_V3 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V4 + 4)
+#define CONFIG_BYTES_V5 (CONFIG_BYTES_V4 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V5 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -83,6 +86,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->rel_time); PUT(w, c->link_types);
 	PUT(w, c->child_counts);
 	PUT(w, c->child_means);
+	PUT(w, c->ema_decay);
 }
 
 int
@@ -98,6 +102,8 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 	*len = 0;
 	if (hw_model_is_frozen(m))
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no training state to serialize");
+	if (hw_model_ema_swapped(m))
+		return hw_error_set(err, HW_ERR_INVALID, "swap the parameter average back before serializing the model");
 	put(&w, MAGIC, 4);
 	PUT(&w, ver);
 	PUT(&w, cb);
@@ -121,10 +127,10 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 	buf = malloc(sizeof(float) * (size_t) (numel > 0 ? numel : 1));
 	if (!buf)
 		w.fail = 1;
-	for (int which = 0; which < 4 && !w.fail; which++)
+	for (int which = 0; which < 5 && !w.fail; which++)
 	{
-		if (which == 1)
-			continue;              /* gradients are not state */
+		if (which == 1 || (which == 4 && !hw_model_has_ema(m)))
+			continue;              /* gradients are not state; the average only when kept */
 		hw_model_get_flat(m, which, buf);
 		put(&w, buf, sizeof(float) * (size_t) numel);
 	}
@@ -182,7 +188,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 4 && cb == CONFIG_BYTES_V4) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 5 && cb == CONFIG_BYTES_V5) ||
+		  (ver == 4 && cb == CONFIG_BYTES_V4) ||
 		  (ver == 3 && cb == CONFIG_BYTES_V3) ||
 		  (ver == 2 && cb == CONFIG_BYTES_V2) ||
 		  (ver == 1 && cb == CONFIG_BYTES_V1)))
@@ -208,6 +215,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->child_counts);
 	if (ver >= 5)
 		GET(r, c->child_means);
+	if (ver >= 6)
+		GET(r, c->ema_decay);
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;
@@ -272,20 +281,30 @@ hw_model_state_load(HwModel *m, const uint8_t *buf, size_t len, HwError *err)
 	}
 	GET(&r, numel);
 	fbytes = sizeof(float) * (size_t) numel;
-	if (r.fail || numel != hw_model_numel(m) || r.off + 3 * fbytes + 8 != r.n)
+	/* the average travels when the state's model kept one */
+	int nbuf = c.ema_decay > 0 ? 4 : 3;
+	if (r.fail || numel != hw_model_numel(m) || r.off + (size_t) nbuf * fbytes + 8 != r.n)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state size does not match its parameter table");
+	if (c.ema_decay > 0 && !hw_model_has_ema(m))
+		return hw_error_set(err, HW_ERR_INVALID, "model state keeps a parameter average (ema_decay %g); the model does not",
+							(double) c.ema_decay);
+	if (hw_model_ema_swapped(m))
+		return hw_error_set(err, HW_ERR_INVALID, "swap the parameter average back before loading a state");
 	/* buffers may be unaligned in the blob: copy through an aligned one */
 	{
 		float *tmp = malloc(fbytes ? fbytes : 4);
 
 		if (!tmp)
 			return hw_error_set(err, HW_ERR_NOMEM, "out of memory loading the model state");
-		for (int which = 0; which < 4; which++)
+		for (int which = 0; which < 5; which++)
 		{
-			if (which == 1)
+			if (which == 1 || (which == 4 && nbuf == 3))
 				continue;
 			get(&r, tmp, fbytes);
 			hw_model_set_flat(m, which, tmp);
+			/* a model with an average loading a state without one: it starts at the parameters */
+			if (which == 0 && nbuf == 3 && hw_model_has_ema(m))
+				hw_model_set_flat(m, 4, tmp);
 		}
 		free(tmp);
 	}

@@ -128,6 +128,12 @@ rt_debug_tape(PG_FUNCTION_ARGS)
 			full = hw_model_state_deserialize(blob, len, s->col_emb, s->ncols, s->cat_emb, (int32_t) s->ncat,
 											  s->be, &err);
 			pfree(blob);
+			/* the tape of the served model: the parameter average when kept */
+			if (full != NULL && hw_model_adopt_ema(full, &err) != HW_OK)
+			{
+				hw_model_free(full);
+				full = NULL;
+			}
 			if (full == NULL)
 				hw_pg_raise_core_error(&err, "loading the checkpoint for the tape");
 			m = full;

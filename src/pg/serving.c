@@ -375,6 +375,12 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, Hw
 	full = (be && stand_in) ? hw_model_state_deserialize(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
 	free(stand_in);
 	pfree(blob);
+	/* the shared file holds what is served: the parameter average when kept */
+	if (full != NULL && hw_model_adopt_ema(full, &err) != HW_OK)
+	{
+		hw_model_free(full);
+		full = NULL;
+	}
 	if (full == NULL)
 	{
 		if (be)
@@ -470,6 +476,12 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 				e->model = hw_model_state_deserialize(blob, len, e->col_emb, e->ncols, e->cat_emb,
 													  (int32_t) e->ncat, e->be, &err);
 				pfree(blob);
+				/* predictions read the parameter average when the model kept one */
+				if (e->model != NULL && hw_model_adopt_ema(e->model, &err) != HW_OK)
+				{
+					hw_model_free(e->model);
+					e->model = NULL;
+				}
 			}
 			if (e->model == NULL)
 			{

@@ -70,7 +70,7 @@
 
 #define SHARED_PARENT "pg_headwater"
 #define SHARED_DIR SHARED_PARENT "/serving"
-#define SHARED_VERSION 3       /* 3: HwModelConfig gained child_means (same size on x86-64) */
+#define SHARED_VERSION 4       /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average) */
 #define SHARED_MAGIC "HWSERVE"        /* 8 bytes with its NUL */
 #define SHARED_ALIGN 64
 /* a temporary file older than this is an abandoned one */

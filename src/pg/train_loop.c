@@ -887,6 +887,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		bool overhead = do_val;         /* a validation or checkpoint this step */
 		if (do_val)
 		{
+			/* with a parameter average, validation measures what serving
+			 * will read: the average (swapped back before the checkpoint) */
+			bool averaged = hw_model_has_ema(model);
+
+			if (averaged)
+				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
 			last_val = validate(model, val_sampler, st.s.val_batches);
 			SpinLockAcquire(&job->mutex);
 			job->val_loss = last_val;
@@ -894,6 +900,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
 			ntask_val = validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
 									   st.s.val_rows, task_val);
+			if (averaged)
+				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
 			log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 			report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 		}

@@ -210,9 +210,11 @@ fnv64(const uint8_t *p, size_t n)
 }
 
 /* blob rewritten as an older version: `drop` bytes cut from the end of its
- * config (version 5 -> 4: child_means, 4 bytes; -> 3: also child_counts, 4
- * bytes; -> 2: also rel_time and link_types, 8 bytes; -> 1: also the 8
- * bytes of the schedule continuation), checksum redone; *olen its length */
+ * config (version 6 -> 5: ema_decay, 4 bytes; -> 4: also child_means, 4
+ * bytes; -> 3: also child_counts, 4 bytes; -> 2: also rel_time and
+ * link_types, 8 bytes; -> 1: also the 8 bytes of the schedule
+ * continuation), checksum redone; *olen its length.  Only for a model
+ * without a parameter average (an older version has no place for one). */
 static uint8_t *
 state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, size_t *olen)
 {
@@ -235,7 +237,7 @@ state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, s
 
 /* The schedule continuation travels in the state (version 2), rel_time and
  * link_types too (version 3), child_counts (version 4), child_means
- * (version 5); a version 1, 2, 3 or 4 state (without the later fields) of a
+ * (version 5), ema_decay (version 6); a version 1 to 5 state (without the later fields) of a
  * model without them still loads, with a straight schedule and the missing
  * flags 0. */
 UNIT_TEST(model_state_schedule_fields_and_v1)
@@ -271,9 +273,9 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.link_types, 0);
 	CHECK_EQ_INT(rc.child_counts, 0);
 	CHECK_EQ_INT(rc.child_means, 0);
-	for (uint32_t ver = 1; ver <= 4; ver++)
+	for (uint32_t ver = 1; ver <= 5; ver++)
 	{
-		old = state_as_version(blob, len, ver, ver == 1 ? 24 : ver == 2 ? 16 : ver == 3 ? 8 : 4, &olen);
+		old = state_as_version(blob, len, ver, ver == 1 ? 28 : ver == 2 ? 20 : ver == 3 ? 12 : ver == 4 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -299,7 +301,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
 	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 5 state: %s", err.msg);
+	CHECK_MSG(r != NULL, "version 6 state: %s", err.msg);
 	if (r)
 	{
 		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
@@ -310,7 +312,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		hw_model_free(r);
 	}
 	/* a version 4 state of the same model: child counts without means */
-	old = state_as_version(blob, len, 4, 4, &olen);
+	old = state_as_version(blob, len, 4, 8, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)
