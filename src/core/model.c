@@ -621,7 +621,8 @@ hw_model_memory_bytes(const HwModelConfig *cfg_in, int32_t ncols, int32_t ncat)
 	{
 		hw_arena_measure(&meas, NULL);
 		layout_activations(&m, &meas);
-		total = (int64_t) meas.used + 4 * (int64_t) sizeof(float) * m.pt.numel +
+		/* params, grads, two moments, and the parameter average when kept */
+		total = (int64_t) meas.used + (c.ema_decay > 0 ? 5 : 4) * (int64_t) sizeof(float) * m.pt.numel +
 			(int64_t) sizeof(float) * hw_muon_work_floats(m.pt.p, m.pt.n) +
 			(int64_t) sizeof(float) * ncols * m.Dt + (int64_t) sizeof(uint16_t) * ncat * m.Dt;
 	}

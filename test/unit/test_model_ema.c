@@ -288,3 +288,25 @@ UNIT_TEST(model_ema_decay_out_of_range_refused)
 	CHECK_EQ_INT(hw_model_config_set(&c, "ema_decay", 0.99, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_config_finish(&c, &err), HW_OK);
 }
+
+/* The memory estimate counts the average: 4 bytes per parameter more. */
+UNIT_TEST(model_ema_memory_estimate)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *colt, *catt;
+	HwModel   *m;
+	HwModelConfig c;
+
+	hw_synth_tables(DT, 3, &colt, &catt);
+	m = ema_model(be, colt, catt, 0.99f, &err);
+	CHECK(m);
+	c = *hw_model_config(m);
+	int64_t with = hw_model_memory_bytes(&c, HW_SYNTH_NCOLS, HW_SYNTH_NCAT);
+	c.ema_decay = 0;
+	int64_t without = hw_model_memory_bytes(&c, HW_SYNTH_NCOLS, HW_SYNTH_NCAT);
+	CHECK_EQ_INT(with - without, (int64_t) sizeof(float) * hw_model_numel(m));
+	hw_model_free(m);
+	hw_backend_destroy(be);
+	free(colt); free(catt);
+}
