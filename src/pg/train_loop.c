@@ -967,6 +967,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		appendStringInfo(result, ", \"param_checksum\": \"%016llx\"", (unsigned long long) checksum);
 	appendStringInfoString(result, ", \"preset\": ");
 	escape_json(result, st.s.preset);
+	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
+	appendStringInfo(result, ", \"ema_decay\": %g", (double) mc->ema_decay);
 	if (!terminated)
 		append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
 	appendStringInfoChar(result, '}');
