@@ -6,6 +6,7 @@
 #include "unit.h"
 #include "model.h"
 #include "synth_batch.h"
+#include "state_blob.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -196,45 +197,6 @@ UNIT_TEST(model_resume_equals_straight_run)
 	CHECK_MSG(same, "resumed run differs from the straight run");
 }
 
-static uint64_t
-fnv64(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-	{
-		h ^= p[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* blob rewritten as an older version: `drop` bytes cut from the end of its
- * config (version 6 -> 5: ema_decay, 4 bytes; -> 4: also child_means, 4
- * bytes; -> 3: also child_counts, 4 bytes; -> 2: also rel_time and
- * link_types, 8 bytes; -> 1: also the 8 bytes of the schedule
- * continuation), checksum redone; *olen its length.  Only for a model
- * without a parameter average (an older version has no place for one). */
-static uint8_t *
-state_as_version(const uint8_t *blob, size_t len, uint32_t ver, uint32_t drop, size_t *olen)
-{
-	uint32_t cb;
-	uint8_t *o = malloc(len - drop);
-
-	memcpy(&cb, blob + 8, 4);
-	memcpy(o, blob, 12 + cb - drop);
-	memcpy(o + 12 + cb - drop, blob + 12 + cb, len - 12 - cb);
-	cb -= drop;
-	memcpy(o + 4, &ver, 4);
-	memcpy(o + 8, &cb, 4);
-	*olen = len - drop;
-	{
-		uint64_t h = fnv64(o, *olen - 8);
-		memcpy(o + *olen - 8, &h, 8);
-	}
-	return o;
-}
-
 /* The schedule continuation travels in the state (version 2), rel_time and
  * link_types too (version 3), child_counts (version 4), child_means
  * (version 5), ema_decay (version 6); a version 1 to 5 state (without the later fields) of a
@@ -275,7 +237,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.child_means, 0);
 	for (uint32_t ver = 1; ver <= 5; ver++)
 	{
-		old = state_as_version(blob, len, ver, ver == 1 ? 28 : ver == 2 ? 20 : ver == 3 ? 12 : ver == 4 ? 8 : 4, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 1 ? 28 : ver == 2 ? 20 : ver == 3 ? 12 : ver == 4 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -312,7 +274,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		hw_model_free(r);
 	}
 	/* a version 4 state of the same model: child counts without means */
-	old = state_as_version(blob, len, 4, 8, &olen);
+	old = unit_state_as_version(blob, len, 4, 8, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)
