@@ -1,7 +1,7 @@
 /*
  * bench/train_step.c: training-step speed of the CPU backend.
  *
- *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape]
+ *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
  *   bench/bin/train_step --gemm-shapes     (one-thread sgemm on the backend's block shapes)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
@@ -9,7 +9,9 @@
  * from the plan's allowed pairs), achieved GFLOP/s, the matmul share of the
  * step and its GFLOP/s against this machine's sgemm peak measured first in the
  * same run (one 4096^3 multi-threaded OpenBLAS sgemm), and attention time with
- * block-sparse vs dense-reference kernels on the same q, k, v.
+ * block-sparse vs dense-reference kernels on the same q, k, v.  --ema D: the
+ * model keeps a parameter average (ema_decay D; its update is part of every
+ * step) and the update alone is timed and given as a share of the step.
  * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
  * figures (the benchmark itself does not touch the environment).
  */
@@ -108,6 +110,7 @@ main(int argc, char **argv)
 {
 	const char *presets[8];
 	int         np = 0, steps = 3, threads = 0, layers = 0, tape = 0, dt = 256;
+	double      ema = 0;
 	HwError     err = {0};
 	double      peak;
 
@@ -121,6 +124,8 @@ main(int argc, char **argv)
 			layers = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--tape") == 0)
 			tape = 1;
+		else if (strcmp(argv[i], "--ema") == 0 && i + 1 < argc)
+			ema = atof(argv[++i]);
 		else if (strcmp(argv[i], "--gemm-shapes") == 0)
 		{
 			gemm_shapes();
@@ -167,6 +172,7 @@ main(int argc, char **argv)
 		if (layers > 0)
 			c.n_layers = layers;
 		c.d_text = dt;
+		c.ema_decay = (float) ema;
 		hw_synth_tables(dt, 1, &colt, &catt);
 		m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 		if (!m)
@@ -268,6 +274,24 @@ main(int argc, char **argv)
 		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads\n", presets[pi], D, c.n_heads, c.n_layers,
 			   c.batch_size, c.seq_len, F, threads);
 		printf("  step %.1f ms, %.0f tokens/s\n", best, N / (best / 1e3));
+		if (hw_model_has_ema(m))
+		{
+			/* the average's update alone, as the optimiser step runs it (best of 20) */
+			float  *pa = hw_model_device_buffer(m, 0), *ea = hw_model_device_buffer(m, 4);
+			double ema_best = 1e30;
+
+			for (int k = 0; k < 20; k++)
+			{
+				double t0 = hw_now_ms(), ms;
+
+				be->ops->axpby(be, ea, 0.01f, pa, 0.99f, (size_t) hw_model_numel(m));
+				ms = hw_now_ms() - t0;
+				if (ms < ema_best)
+					ema_best = ms;
+			}
+			printf("  parameter average (ema_decay %g): %lld floats, update %.3f ms = %.2f%% of the step\n",
+				   ema, (long long) hw_model_numel(m), ema_best, 100 * ema_best / best);
+		}
 		printf("RESULT impl=c preset=%s B=%d S=%d ms_per_step=%.1f tokens_per_s=%.1f\n", presets[pi],
 			   c.batch_size, c.seq_len, best, N / (best / 1e3));
 		printf("  model GFLOP/step %.2f (matmul %.2f, attention %.2f), achieved %.1f GFLOP/s\n",
