@@ -121,7 +121,21 @@ caller_detached(dsm_segment *seg, Datum arg)
 	pg_atomic_write_u32(&job->cancel_requested, 1);
 }
 
-/* Final row of a job as jsonb (result or error); caller in SPI. */
+/*
+ * A jsonb datum of an SPI result, detoasted and copied into the caller's
+ * memory (the context current at SPI_connect): SPI_finish frees SPI's own,
+ * and a function's result that pointed there was read after it was freed
+ * (rt_train's result, stored with INSERT ... SELECT rt_train(...), then
+ * crashed a backend reading it once it had grown by a field).
+ */
+static Jsonb *
+jsonb_out_of_spi(Datum d)
+{
+	return DatumGetJsonbP(SPI_datumTransfer(PointerGetDatum(DatumGetJsonbP(d)), false, -1));
+}
+
+/* Final row of a job as jsonb (result or error), in the caller's memory;
+ * caller in SPI. */
 static Jsonb *
 job_result(int64 job_id, char **state_out, char **error_out)
 {
@@ -142,7 +156,7 @@ job_result(int64 job_id, char **state_out, char **error_out)
 	*error_out = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
 	if (!isnull)
-		res = DatumGetJsonbPCopy(d);
+		res = jsonb_out_of_spi(d);
 	return res;
 }
 
@@ -415,7 +429,7 @@ up_to_date_result(const HwCheckpointInfo *at)
 							  "'steps_target', $1, 'resumed_from', $1, 'checkpoint_id', $2)",
 							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not build result");
-	return DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 PG_FUNCTION_INFO_V1(rt_train);
@@ -618,7 +632,7 @@ rt_train(PG_FUNCTION_ARGS)
 		if (SPI_execute_with_args("SELECT jsonb_build_object('job_id', $1, 'state', 'running', 'hint', $2)",
 								  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not build result");
-		result = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		result = jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	dsm_detach(seg);
 	hw_restore_user(&as_owner);
