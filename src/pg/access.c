@@ -35,13 +35,14 @@ typedef struct ModelRow
 	char *source_schema;
 } ModelRow;
 
-/* the model row; caller connected to SPI; values palloc'd in the caller's context */
+/* the model row; caller connected to SPI; the strings go to cxt, a context
+ * the caller had before SPI_connect (SPI_finish frees SPI's own, and the
+ * callers read the name and schema after it) */
 static void
-model_row(int32 model_id, ModelRow *m)
+model_row(int32 model_id, ModelRow *m, MemoryContext cxt)
 {
 	HwAsOwner as;
 	bool isnull;
-	MemoryContext cxt = CurrentMemoryContext;
 
 	hw_become_owner(&as);
 	if (SPI_execute_with_args("SELECT name, owner::oid, source_schema FROM headwater.model WHERE model_id = $1",
@@ -109,7 +110,7 @@ hw_model_has_right(int32 model_id, HwModelRight right)
 		return true;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	model_row(model_id, &m);
+	model_row(model_id, &m, CurrentMemoryContext);    /* read before SPI_finish only */
 	ok = may_own(&m) || (right == HW_RIGHT_PREDICT && granted_predict(model_id));
 	SPI_finish();
 	return ok;
@@ -119,13 +120,14 @@ void
 hw_model_require(int32 model_id, HwModelRight right, const char *action)
 {
 	ModelRow m;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	if (hw_model_has_right(model_id, right))
 		return;
 	/* refused: the model's name and owner for the message */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	model_row(model_id, &m);
+	model_row(model_id, &m, cxt);
 	SPI_finish();
 	if (right == HW_RIGHT_PREDICT)
 		ereport(ERROR,
@@ -161,7 +163,7 @@ hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 	/* predictions read the anchor row: the caller must be able to SELECT it */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	model_row(model_id, &m);
+	model_row(model_id, &m, cxt);
 	hw_become_owner(&as);
 	if (SPI_execute_with_args("SELECT anchor_table FROM headwater.task WHERE task_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(task_id)},

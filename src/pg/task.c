@@ -1340,10 +1340,13 @@ rt_create_task(PG_FUNCTION_ARGS)
 		hw_restore_user(&as);
 	}
 
-	/* summary */
+	/* summary, in the function's memory: it is parsed after SPI_finish,
+	 * which frees SPI's (appends repalloc in the buffer's own context) */
 	StringInfoData js;
+	MemoryContext spi_cxt = MemoryContextSwitchTo(fncxt);
 
 	initStringInfo(&js);
+	MemoryContextSwitchTo(spi_cxt);
 	appendStringInfoChar(&js, '{');
 	json_kv_str(&js, "task", tname, false);
 	json_kv_str(&js, "kind", t->kind == HW_TASK_QUERY ? "query" : "cell", true);
