@@ -16,12 +16,12 @@ CREATE TEMP TABLE r46 AS
 SELECT rt_train('m46', steps => 20, preset => 'tiny',
                 options => '{"ema_decay": 0.9, "val_every": 10, "checkpoint_every": 10, "val_batches": 1,
                              "val_rows": 100000, "seed": 3}') AS r;
--- the same model, same seed, without the average
+-- the same model, same seed, without the average (ema_decay 0)
 SELECT rt_create_model('m46b', 't46') IS NOT NULL AS created;
 SELECT (rt_create_task('m46b', 'votes46b', anchor_table => 'reviews', target_column => 'helpful_votes',
                        target_stype => 'numerical') ->> 'seeds')::int > 0 AS task;
 SELECT rt_train('m46b', steps => 20, preset => 'tiny',
-                options => '{"val_every": 10, "checkpoint_every": 10, "val_batches": 1,
+                options => '{"ema_decay": 0, "val_every": 10, "checkpoint_every": 10, "val_batches": 1,
                              "val_rows": 100000, "seed": 3}') ->> 'state' AS state_b;
 RESET client_min_messages;
 

@@ -19,7 +19,8 @@ CREATE TABLE t50b.customer (id int PRIMARY KEY, segment text, vip bool, joined t
 INSERT INTO t50b.customer SELECT i, (ARRAY['a','b','c'])[1 + i % 3], i % 4 = 0, '2024-01-01'::timestamptz + i * interval '1 day' FROM generate_series(1, 60) i;
 SELECT rt_create_model('m50b', 't50b') IS NOT NULL AS created;
 SELECT rt_create_task('m50b', 'vip50b', anchor_table => 'customer', target_column => 'vip') IS NOT NULL AS task;
-SELECT rt_train('m50b', steps => 2, preset => 'tiny', options => '{"checkpoint_every": 1}') ->> 'state' AS trained;
+CREATE TEMP TABLE t50b_train AS SELECT rt_train('m50b', steps => 2, preset => 'tiny', options => '{"checkpoint_every": 1}') AS r;
+SELECT r ->> 'state' AS trained FROM t50b_train;
 RESET client_min_messages;
 SET TimeZone = 'UTC';
 CREATE TEMP TABLE t50_pid AS SELECT pg_backend_pid() AS pid;
@@ -97,12 +98,12 @@ SELECT count(*) > 0 AS evaluated_all FROM headwater.checkpoint c JOIN headwater.
 	WHERE m.name IN ('m50', 'm50b');
 SELECT count(*) AS checkpoints FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name IN ('m50', 'm50b');
 
--- 3. a damaged checkpoint: the same clear error every time, nothing half
+-- 3. a damaged checkpoint (the one the task is served from, as rt_train
+--    reported it): the same clear error every time, nothing half
 --    built stays cached, and the session goes on
 CREATE TEMP TABLE t50_ck AS
 	SELECT s.checkpoint_id, s.chunk_no, s.data FROM headwater.checkpoint_state s
-	WHERE s.checkpoint_id = (SELECT c.checkpoint_id FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
-							 WHERE m.name = 'm50b' ORDER BY c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1)
+	WHERE s.checkpoint_id = (SELECT (r -> 'serving' -> 'vip50b' ->> 'checkpoint_id')::bigint FROM t50b_train)
 	  AND s.chunk_no = (SELECT min(chunk_no) FROM headwater.checkpoint_state s2 WHERE s2.checkpoint_id = s.checkpoint_id);
 -- (m50b is cached from the evaluation above; a refresh gives it a new entry
 -- that must load the checkpoint again)
