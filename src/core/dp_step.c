@@ -158,9 +158,10 @@ hw_dp_sync_from_rank0(HwDpRank *d, HwError *err)
 
 	if (d->world == 1)
 		return HW_OK;
-	/* params, first and second moments (0, 2, 3; 1 = gradients, not state) */
-	for (int which = 0; which < 4 && rc == HW_OK; which++)
-		if (which != 1)
+	/* params, first and second moments, the parameter average when kept
+	 * (0, 2, 3, 4; 1 = gradients, not state) */
+	for (int which = 0; which < 5 && rc == HW_OK; which++)
+		if (which != 1 && (which != 4 || hw_model_has_ema(d->m)))
 			rc = hw_coll_broadcast(d->c, d->rank, hw_model_device_buffer(d->m, which), (size_t) d->numel, 0, err);
 	return fail(d, rc, err);
 }

@@ -1857,12 +1857,19 @@ hw_model_ema_swapped(const HwModel *m)
 }
 
 int
+hw_model_ema_adopted(const HwModel *m)
+{
+	return m->ema_adopted;
+}
+
+int
 hw_model_swap_ema(HwModel *m, HwError *err)
 {
 	float *t;
 
-	if (m->ema == NULL || m->ema_adopted)
-		return hw_error_set(err, HW_ERR_INVALID, "the model keeps no parameter average to swap (ema_decay is 0)");
+	if (m->ema == NULL)
+		return hw_error_set(err, HW_ERR_INVALID, "the model keeps no parameter average to swap (%s)",
+							m->ema_adopted ? "it has adopted it as its parameters" : "ema_decay is 0");
 	/* parameters are read at offsets from m->params: swapping the pointers swaps every tensor */
 	t = m->params;
 	m->params = m->ema;
@@ -1876,12 +1883,14 @@ hw_model_adopt_ema(HwModel *m, HwError *err)
 {
 	if (m->frozen)
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no parameter average to adopt");
-	if (m->ema == NULL || m->ema_adopted)
+	if (m->ema == NULL)
 		return HW_OK;
+	/* swapped: params is the average already; the other buffer goes */
 	if (!m->ema_swapped)
 		m->be->ops->memcpy_d2d(m->be, m->params, m->ema, sizeof(float) * (size_t) m->pt.numel);
-	else
-		m->be->ops->memcpy_d2d(m->be, m->ema, m->params, sizeof(float) * (size_t) m->pt.numel);
+	m->be->ops->free(m->be, m->ema);
+	m->ema = NULL;
+	m->ema_swapped = 0;
 	m->ema_adopted = 1;
 	return backend_cause(m->be, HW_OK, err);
 }

@@ -338,12 +338,15 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
  *   (HW_ERR_INVALID): the average is not what the optimiser updates.
  * hw_model_ema_swapped: 1 while swapped.
  * hw_model_adopt_ema: for a model loaded only to predict (serving,
- *   evaluation): its parameters become the average, for good; afterwards
- *   training steps fail.  A model without an average
+ *   evaluation): its parameters become the average, for good, and the
+ *   average's buffer is freed; afterwards training steps, serialization
+ *   and state loads fail (HW_ERR_INVALID), and hw_model_ema_adopted says
+ *   1.  A model without an average
  *   is left as it is.  HW_OK, or HW_ERR_INVALID for a frozen model. */
 int hw_model_has_ema(const HwModel *m);
 int hw_model_swap_ema(HwModel *m, HwError *err);
 int hw_model_ema_swapped(const HwModel *m);
+int hw_model_ema_adopted(const HwModel *m);
 int hw_model_adopt_ema(HwModel *m, HwError *err);
 /* The averaging weight d of step t (1-based) for a decay (see ema_decay). */
 float hw_ema_weight(float ema_decay, int64_t t);

@@ -104,6 +104,9 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no training state to serialize");
 	if (hw_model_ema_swapped(m))
 		return hw_error_set(err, HW_ERR_INVALID, "swap the parameter average back before serializing the model");
+	/* its parameters are the average: with its moments they would resume wrong */
+	if (hw_model_ema_adopted(m))
+		return hw_error_set(err, HW_ERR_INVALID, "a model that adopted its parameter average (to predict) has no training state");
 	put(&w, MAGIC, 4);
 	PUT(&w, ver);
 	PUT(&w, cb);
@@ -285,11 +288,11 @@ hw_model_state_load(HwModel *m, const uint8_t *buf, size_t len, HwError *err)
 	int nbuf = c.ema_decay > 0 ? 4 : 3;
 	if (r.fail || numel != hw_model_numel(m) || r.off + (size_t) nbuf * fbytes + 8 != r.n)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state size does not match its parameter table");
+	if (hw_model_ema_swapped(m) || hw_model_ema_adopted(m))
+		return hw_error_set(err, HW_ERR_INVALID, "a model that reads its parameter average (swapped or adopted) cannot load a state");
 	if (c.ema_decay > 0 && !hw_model_has_ema(m))
 		return hw_error_set(err, HW_ERR_INVALID, "model state keeps a parameter average (ema_decay %g); the model does not",
 							(double) c.ema_decay);
-	if (hw_model_ema_swapped(m))
-		return hw_error_set(err, HW_ERR_INVALID, "swap the parameter average back before loading a state");
 	/* buffers may be unaligned in the blob: copy through an aligned one */
 	{
 		float *tmp = malloc(fbytes ? fbytes : 4);

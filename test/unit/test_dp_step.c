@@ -270,3 +270,78 @@ UNIT_TEST(dp_threads_two_ranks_equal_accumulation)
 	}
 	hw_coll_destroy(c);
 }
+
+/* hw_dp_sync_from_rank0 copies the parameter average too: rank 1's model
+ * starts with another average (zeros) and ends with rank 0's. */
+typedef struct SyncRun
+{
+	HwCollective *c;
+	int           rank;
+	float        *ema;
+	int64_t       numel;
+	int           rc;
+	HwError       err;
+} SyncRun;
+
+static void *
+sync_main(void *p)
+{
+	SyncRun   *a = p;
+	HwBackend *be = hw_backend_cpu_create(1, &a->err);
+	HwModelConfig c;
+	uint16_t  *colt, *catt;
+	HwModel   *m = NULL;
+	HwDpRank  *d = NULL;
+
+	hw_model_config_preset(&c, "tiny", &a->err);
+	c.d_text = DT; c.batch_size = 4; c.seq_len = 32; c.ema_decay = 0.9f;
+	hw_synth_tables(DT, 3, &colt, &catt);
+	if (be)
+		m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &a->err);
+	free(colt);
+	free(catt);
+	a->rc = HW_ERR_INVALID;
+	if (m && hw_model_has_ema(m))
+	{
+		a->numel = hw_model_numel(m);
+		a->ema = calloc((size_t) a->numel, sizeof(float));
+		if (a->rank == 1)
+			hw_model_set_flat(m, 4, a->ema);        /* zeros: not rank 0's average */
+		d = hw_dp_rank_create(m, a->c, a->rank, 1, &a->err);
+		a->rc = d ? hw_dp_sync_from_rank0(d, &a->err) : HW_ERR_INVALID;
+		hw_model_get_flat(m, 4, a->ema);
+	}
+	hw_dp_rank_free(d);
+	hw_model_free(m);
+	hw_backend_destroy(be);
+	return NULL;
+}
+
+UNIT_TEST(dp_sync_copies_the_parameter_average)
+{
+	HwError       err = {0};
+	HwCollective *c = hw_coll_local_create(W, 120.0, &err);
+	SyncRun       a[W];
+	pthread_t     th[W];
+	double        sum = 0;
+
+	CHECK(c != NULL);
+	memset(a, 0, sizeof(a));
+	for (int r = 0; r < W; r++)
+	{
+		a[r].c = c;
+		a[r].rank = r;
+		pthread_create(&th[r], NULL, sync_main, &a[r]);
+	}
+	for (int r = 0; r < W; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < W; r++)
+		CHECK_MSG(a[r].rc == HW_OK, "rank %d: %s", r, a[r].err.msg);
+	for (int64_t i = 0; i < a[0].numel; i++)
+		sum += fabs(a[0].ema[i]);
+	CHECK_MSG(sum > 0, "rank 0's average is all zeros: the check has no teeth");
+	CHECK_MSG(memcmp(a[0].ema, a[1].ema, sizeof(float) * a[0].numel) == 0, "rank 1's average is not rank 0's");
+	for (int r = 0; r < W; r++)
+		free(a[r].ema);
+	hw_coll_destroy(c);
+}

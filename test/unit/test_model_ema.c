@@ -82,8 +82,9 @@ flat_eq(HwModel *a, int wa, HwModel *b, int wb)
 }
 
 /* The average after each of 6 steps equals a host recomputation from the
- * parameters (decay 0.8: the warm-up factor (1+t)/(10+t) rules steps 1-5,
- * the decay step 6 on), and differs from the parameters themselves. */
+ * parameters (decay 0.35: the warm-up factor (1+t)/(10+t) rules steps 1-3,
+ * the decay from step 4 on, so both branches of the weight are exercised),
+ * and differs from the parameters themselves. */
 UNIT_TEST(model_ema_is_the_polyak_average)
 {
 	HwError    err = {0};
@@ -96,7 +97,7 @@ UNIT_TEST(model_ema_is_the_polyak_average)
 	double     maxdiff = 0, moved = 0;
 
 	hw_synth_tables(DT, 3, &colt, &catt);
-	m = ema_model(be, colt, catt, 0.8f, &err);
+	m = ema_model(be, colt, catt, 0.35f, &err);
 	CHECK_MSG(m != NULL, "%s", err.msg);
 	CHECK(hw_model_has_ema(m));
 	n = hw_model_numel(m);
@@ -112,10 +113,11 @@ UNIT_TEST(model_ema_is_the_polyak_average)
 	{
 		double d = (1.0 + t) / (10.0 + t);
 
-		if (d > 0.8)
-			d = 0.8;
+		if (d > 0.35)
+			d = 0.35;
+		CHECK_MSG((t >= 4) == (d == 0.35), "step %d: weight %g, the test no longer spans both branches", t, d);
 		CHECK_EQ_INT(train(m, (uint64_t) t - 1, (uint64_t) t, &err), HW_OK);
-		CHECK_CLOSE(hw_ema_weight(0.8f, t), d, 1e-7, 0);
+		CHECK_CLOSE(hw_ema_weight(0.35f, t), d, 1e-7, 0);
 		hw_model_get_flat(m, 0, p);
 		for (int64_t i = 0; i < n; i++)
 			ref[i] = d * ref[i] + (1 - d) * p[i];
@@ -181,11 +183,25 @@ UNIT_TEST(model_ema_swap_reads_the_average)
 	CHECK_EQ_INT(hw_model_swap_ema(m, &err), HW_OK);
 	CHECK(!hw_model_ema_swapped(m));
 	CHECK(eval_loss(m, 100, &err) == l_params);
-	/* adopted: the parameters are the average; training is refused */
+	/* adopted: the parameters are the average, its buffer gone; training,
+	 * serializing (the moments would not fit) and loading a state are refused */
+	CHECK_EQ_INT(hw_model_state_serialize(m, &blob, &len, &err), HW_OK);     /* before: a valid state */
 	CHECK_EQ_INT(hw_model_adopt_ema(m, &err), HW_OK);
+	CHECK(hw_model_ema_adopted(m) && !hw_model_has_ema(m));
 	CHECK(flat_eq(m, 0, ref, 0));
 	CHECK(eval_loss(m, 100, &err) == l_ref);
 	CHECK_EQ_INT(hw_model_train_step(m, b, &r, &err), HW_ERR_INVALID);
+	CHECK_EQ_INT(hw_model_swap_ema(m, &err), HW_ERR_INVALID);
+	{
+		uint8_t *again = NULL;
+		size_t   alen = 0;
+
+		CHECK_EQ_INT(hw_model_state_serialize(m, &again, &alen, &err), HW_ERR_INVALID);
+		CHECK(again == NULL);
+	}
+	CHECK_EQ_INT(hw_model_state_load(m, blob, len, &err), HW_ERR_INVALID);
+	CHECK(eval_loss(m, 100, &err) == l_ref);
+	free(blob);
 	/* a model without an average adopts nothing */
 	CHECK_EQ_INT(hw_model_adopt_ema(ref, &err), HW_OK);
 	CHECK(eval_loss(ref, 100, &err) == l_ref);
