@@ -340,9 +340,9 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
  * hw_model_adopt_ema: for a model loaded only to predict (serving,
  *   evaluation): its parameters become the average, for good, and the
  *   average's buffer is freed; afterwards training steps, serialization
- *   and state loads fail (HW_ERR_INVALID), and hw_model_ema_adopted says
- *   1.  A model without an average
- *   is left as it is.  HW_OK, or HW_ERR_INVALID for a frozen model. */
+ *   and state loads fail (HW_ERR_INVALID) and hw_model_ema_adopted is 1.
+ *   A model without an average is left as it is.  HW_OK, or
+ *   HW_ERR_INVALID for a frozen model. */
 int hw_model_has_ema(const HwModel *m);
 int hw_model_swap_ema(HwModel *m, HwError *err);
 int hw_model_ema_swapped(const HwModel *m);
