@@ -161,8 +161,8 @@ typedef struct HwModelConfig
 	 * (the warm-up factor lets early steps count while the average is young);
 	 * validation, evaluation and serving read the average, training the
 	 * parameters (hw_model_swap_ema, hw_model_adopt_ema).  0: none (state
-	 * blobs before version 6 load as 0).  Averaging the last few hundred
-	 * steps smooths the noise of small-batch steps on a small training set. */
+	 * blobs before version 6 load as 0).  Averaging the recent steps
+	 * smooths the noise of small-batch steps on a small training set. */
 	float    ema_decay;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
@@ -368,6 +368,13 @@ HwModel *hw_model_state_deserialize(const uint8_t *buf, size_t len,
 									const uint16_t *col_table, int32_t ncols,
 									const uint16_t *cat_table, int32_t ncat,
 									HwBackend *be, HwError *err);
+/* The same for a model loaded only to predict (serving, evaluation, the
+ * debug tape): it reads the parameter average when the state kept one
+ * (hw_model_adopt_ema), so it cannot be trained or serialized. */
+HwModel *hw_model_state_deserialize_served(const uint8_t *buf, size_t len,
+										   const uint16_t *col_table, int32_t ncols,
+										   const uint16_t *cat_table, int32_t ncat,
+										   HwBackend *be, HwError *err);
 
 /* RNG state (xoshiro256**, 4 words), part of the training state. */
 void hw_model_rng_state(const HwModel *m, uint64_t s[4]);

@@ -335,3 +335,17 @@ hw_model_state_deserialize(const uint8_t *buf, size_t len, const uint16_t *col_t
 	}
 	return m;
 }
+
+HwModel *
+hw_model_state_deserialize_served(const uint8_t *buf, size_t len, const uint16_t *col_table, int32_t ncols,
+								  const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
+{
+	HwModel *m = hw_model_state_deserialize(buf, len, col_table, ncols, cat_table, ncat, be, err);
+
+	if (m != NULL && hw_model_adopt_ema(m, err) != HW_OK)
+	{
+		hw_model_free(m);
+		return NULL;
+	}
+	return m;
+}

@@ -125,15 +125,10 @@ rt_debug_tape(PG_FUNCTION_ARGS)
 			blob = hw_checkpoint_load_state(s->checkpoint_id, &len);
 			hw_restore_user(&as);
 			SPI_finish();
-			full = hw_model_state_deserialize(blob, len, s->col_emb, s->ncols, s->cat_emb, (int32_t) s->ncat,
-											  s->be, &err);
-			pfree(blob);
 			/* the tape of the served model: the parameter average when kept */
-			if (full != NULL && hw_model_adopt_ema(full, &err) != HW_OK)
-			{
-				hw_model_free(full);
-				full = NULL;
-			}
+			full = hw_model_state_deserialize_served(blob, len, s->col_emb, s->ncols, s->cat_emb,
+													 (int32_t) s->ncat, s->be, &err);
+			pfree(blob);
 			if (full == NULL)
 				hw_pg_raise_core_error(&err, "loading the checkpoint for the tape");
 			m = full;

@@ -372,15 +372,10 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, Hw
 	}
 	be = hw_pg_backend_create("cpu", 1, NULL);
 	stand_in = calloc((size_t) Max(cfg.d_text, 1), sizeof(uint16));
-	full = (be && stand_in) ? hw_model_state_deserialize(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
+	/* the shared file holds what is served: the parameter average when kept */
+	full = (be && stand_in) ? hw_model_state_deserialize_served(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
 	free(stand_in);
 	pfree(blob);
-	/* the shared file holds what is served: the parameter average when kept */
-	if (full != NULL && hw_model_adopt_ema(full, &err) != HW_OK)
-	{
-		hw_model_free(full);
-		full = NULL;
-	}
 	if (full == NULL)
 	{
 		if (be)
@@ -473,15 +468,9 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 			else
 			{
 				blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
-				e->model = hw_model_state_deserialize(blob, len, e->col_emb, e->ncols, e->cat_emb,
-													  (int32_t) e->ncat, e->be, &err);
+				e->model = hw_model_state_deserialize_served(blob, len, e->col_emb, e->ncols, e->cat_emb,
+															 (int32_t) e->ncat, e->be, &err);
 				pfree(blob);
-				/* predictions read the parameter average when the model kept one */
-				if (e->model != NULL && hw_model_adopt_ema(e->model, &err) != HW_OK)
-				{
-					hw_model_free(e->model);
-					e->model = NULL;
-				}
 			}
 			if (e->model == NULL)
 			{

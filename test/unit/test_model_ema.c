@@ -243,6 +243,17 @@ UNIT_TEST(model_ema_state_round_trip)
 	CHECK_EQ_INT(train(r, 4, 7, &err), HW_OK);
 	CHECK_MSG(flat_eq(a, 0, r, 0) && flat_eq(a, 4, r, 4), "resumed average differs from the straight run");
 	hw_model_free(r);
+	/* loaded to predict: its parameters are the state's average */
+	r = hw_model_state_deserialize_served(blob, len, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+	CHECK_MSG(r != NULL, "%s", err.msg);
+	{
+		HwModel *straight = hw_model_state_deserialize(blob, len, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+
+		CHECK(straight != NULL);
+		CHECK(hw_model_ema_adopted(r) && flat_eq(r, 0, straight, 4) && !flat_eq(r, 0, straight, 0));
+		hw_model_free(straight);
+	}
+	hw_model_free(r);
 
 	/* version 5 had no ema_decay: the same blob passed off as one */
 	{
