@@ -31,10 +31,12 @@ SELECT rt_train('shop', steps => :steps, preset => 'small',
 SELECT jsonb_pretty(:'train_result'::jsonb);
 
 \echo '== rt_evaluate on the test split, beside the trivial baselines, with the checkpoint each task serves from'
-\echo '   (chosen per task on its own validation metric; rt_train reports it under "serving")'
+\echo '   and its weights (last parameters or their average), chosen per task on its own validation metric;'
+\echo '   rt_train reports them under "serving")'
 SELECT e.task, e.metric, round(e.model::numeric, 3) AS model, round(e.baseline::numeric, 3) AS baseline,
        e.n_rows, (:'train_result'::jsonb -> 'serving' -> e.task ->> 'step')::int AS checkpoint_step,
-       (:'train_result'::jsonb -> 'serving' -> e.task ->> 'checkpoint_id')::bigint AS checkpoint_id
+       (:'train_result'::jsonb -> 'serving' -> e.task ->> 'checkpoint_id')::bigint AS checkpoint_id,
+       :'train_result'::jsonb -> 'serving' -> e.task ->> 'weights' AS weights
 FROM (SELECT 'churn' AS task, * FROM rt_evaluate('churn')
       UNION ALL SELECT 'rating', * FROM rt_evaluate('rating')
       UNION ALL SELECT 'order_status', * FROM rt_evaluate('order_status')) e;

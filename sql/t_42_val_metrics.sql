@@ -1,9 +1,11 @@
 -- t_42_val_metrics: per-task validation and per-task checkpoint choice.
 -- Every validation evaluates each trained task on a fixed sample of its val
 -- split with its own metric (auroc for a boolean, mae for a numerical) and
--- stores one headwater.checkpoint_metric row per (checkpoint, task); a task
--- is served from the checkpoint of the current run with its best metric
--- (is_best where it has none); rt_predict* take checkpoint => ...
+-- stores one headwater.checkpoint_metric row per (checkpoint, task, weights:
+-- the last parameters and, with rt_train's default ema_decay, their
+-- average); a task is served from the (checkpoint, weights) of the current
+-- run with its best metric (is_best where it has none); rt_predict* take
+-- checkpoint => ...
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -42,17 +44,18 @@ SELECT r ->> 'state' AS state, r ->> 'steps_done' AS steps,
 FROM r42 ORDER BY 3;
 SELECT count(*) AS checkpoints FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm42';
 
--- 2. one metric row per (checkpoint, task), with the task's metric
-SELECT t.name AS task, cm.metric, count(*) AS rows, bool_and(cm.n_rows > 0) AS counted,
+-- 2. one metric row per (checkpoint, task, weights), with the task's metric
+SELECT t.name AS task, cm.metric, count(*) AS rows, count(DISTINCT cm.weights) AS weights, bool_and(cm.n_rows > 0) AS counted,
        bool_and(cm.loss IS NOT NULL) AS has_loss,
        bool_and(cm.metric <> 'auroc' OR cm.value BETWEEN 0 AND 1) AS auroc_in_0_1,
        bool_and(cm.metric <> 'mae' OR cm.value >= 0) AS mae_nonneg
 FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
 WHERE t.model_id = (SELECT model_id FROM headwater.model WHERE name = 'm42')
 GROUP BY 1, 2 ORDER BY 1;
-SELECT count(*) AS checkpoints_without_both
+-- (two tasks x two weights at every checkpoint)
+SELECT count(*) AS checkpoints_without_all_four
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
-WHERE m.name = 'm42' AND (SELECT count(*) FROM headwater.checkpoint_metric cm WHERE cm.checkpoint_id = c.checkpoint_id) <> 2;
+WHERE m.name = 'm42' AND (SELECT count(*) FROM headwater.checkpoint_metric cm WHERE cm.checkpoint_id = c.checkpoint_id) <> 4;
 -- the same rows every time: n_rows does not change between validations
 SELECT t.name AS task, count(DISTINCT cm.n_rows) AS distinct_n_rows
 FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
@@ -67,16 +70,17 @@ SELECT j.val_metrics ?& ARRAY['val_loss', 'gift42', 'votes42'] AS job_val_metric
 FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm42';
 
 -- 3. the serving checkpoint of each task is the argmax (auroc) / argmin (mae)
---    of its metric in the run (ties: lower loss, then later step), as
+--    of its metric in the run (ties: lower loss, the average, later step), as
 --    rt_train reports it
 CREATE TEMP VIEW best42 AS
-SELECT DISTINCT ON (t.name) t.name AS task, cm.checkpoint_id, cm.metric, cm.value
+SELECT DISTINCT ON (t.name) t.name AS task, cm.checkpoint_id, cm.weights, cm.metric, cm.value
 FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
 JOIN headwater.checkpoint c USING (checkpoint_id)
 WHERE t.name IN ('gift42', 'votes42') AND cm.value IS NOT NULL
-ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, cm.loss, c.step DESC;
+ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, cm.loss, cm.weights, c.step DESC;
 SELECT b.task, b.metric,
        (r42.r -> 'serving' -> b.task ->> 'checkpoint_id')::bigint = b.checkpoint_id AS reported_is_best,
+       (r42.r -> 'serving' -> b.task ->> 'weights') = b.weights AS reported_weights,
        (r42.r -> 'serving' -> b.task ->> 'metric') = b.metric AS reported_metric,
        (r42.r -> 'serving' -> b.task ->> 'value')::float8 = b.value AS reported_value,
        pg_temp.served(b.task) = b.checkpoint_id AS served_is_best

@@ -52,6 +52,7 @@ SELECT count(*) AS rows_compared,
        bool_and(a.loss = b.loss AND a.grad_norm IS NOT DISTINCT FROM b.grad_norm
                 AND a.metrics IS NOT DISTINCT FROM b.metrics) AS same_losses
 FROM l44 a JOIN l44 b ON a.step = b.step AND a.split = b.split AND a.task IS NOT DISTINCT FROM b.task
+                     AND a.metrics ->> 'weights' IS NOT DISTINCT FROM b.metrics ->> 'weights'
                      AND a.m = 'ranks2' AND b.m = 'accum2';
 -- the single-batch run saw half the sequences: other losses
 SELECT bool_or(a.loss <> b.loss) AS single_differs

@@ -1,12 +1,17 @@
--- t_46_param_average: rt_train's ema_decay (the parameter average).
+-- t_46_param_average: rt_train's ema_decay (the parameter average) and the
+-- per-task choice between a checkpoint's two weights.
 -- Two runs of one model and task (same name, seed, data: the same batches),
 -- without and with the average: training is the same (the same train loss
--- at the end: the average is only read), the served predictions differ
--- (so serving reads the average, not the last parameters), and each
--- checkpoint's recorded val metric (every val row) equals rt_evaluate on the
--- val split at that checkpoint, through the shared model cache and without
--- it (validation and serving read the same parameters).  The decay is kept
--- in the checkpoint's config and survives a resume.
+-- at the end: the average is only read); the run with the average validates
+-- each checkpoint twice, on its last parameters (the same figures as the
+-- plain run's, to the bit) and on the average (other figures); the task is
+-- served from the (checkpoint, weights) with its best val metric, and
+-- rt_train says which; forcing either choice serves it (the last parameters
+-- predict exactly what the plain run predicts, the average otherwise); and
+-- the recorded val metric of the served weights (every val row) equals
+-- rt_evaluate on the val split at that checkpoint, through the shared model
+-- cache and without it.  The decay is kept in the checkpoint's config and
+-- survives a resume.
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -23,23 +28,40 @@ RESET client_min_messages;
 
 \i sql/include/err.sql
 
--- validation reads what serving reads: the recorded val MAE (all val rows)
--- is rt_evaluate's on the val split at each checkpoint of the 20-step run
--- (in schema t46, not pg_temp: part 5 reconnects)
-CREATE FUNCTION t46.val_equals_evaluate() RETURNS TABLE (step int, same_rows boolean, same_mae boolean)
+-- validation reads what serving reads: at each checkpoint of the 20-step
+-- run, the recorded val MAE (all val rows) of the weights the task would be
+-- served from there (the better of the two; ties: the average) is
+-- rt_evaluate's on the val split (in schema t46, not pg_temp: part 6
+-- reconnects)
+CREATE FUNCTION t46.val_equals_evaluate() RETURNS TABLE (step int, weights text, same_rows boolean, same_mae boolean)
 LANGUAGE sql AS $$
-	SELECT c.step, cm.n_rows = e.n_rows, abs(cm.value - e.model) < 1e-5 * greatest(1, abs(e.model))
-	FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
-	JOIN headwater.checkpoint_metric cm USING (checkpoint_id)
-	JOIN headwater.task t ON t.task_id = cm.task_id,
-	LATERAL rt_evaluate(t.name, 'val', c.checkpoint_id) e
-	WHERE m.name = 'm46' AND e.metric = 'mae' AND c.step <= 20
+	SELECT v.step, v.weights, v.n_rows = e.n_rows, abs(v.value - e.model) < 1e-5 * greatest(1, abs(e.model))
+	FROM (SELECT DISTINCT ON (c.step) c.step, c.checkpoint_id, cm.weights, cm.value, cm.n_rows, t.name
+	      FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+	      JOIN headwater.checkpoint_metric cm USING (checkpoint_id)
+	      JOIN headwater.task t ON t.task_id = cm.task_id
+	      WHERE m.name = 'm46' AND c.step <= 20
+	      ORDER BY c.step, cm.value, cm.loss, cm.weights) v,
+	LATERAL rt_evaluate(v.name, 'val', v.checkpoint_id) e
+	WHERE e.metric = 'mae'
 	ORDER BY 1
 $$;
+-- the validation rows of m46's checkpoints
+CREATE FUNCTION t46.val_rows() RETURNS TABLE (step int, weights text, value float8, loss float8)
+LANGUAGE sql AS $$
+	SELECT c.step, cm.weights, cm.value, cm.loss
+	FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+	JOIN headwater.checkpoint_metric cm USING (checkpoint_id)
+	WHERE m.name = 'm46' AND c.step <= 20
+$$;
 
--- 1. the plain run: its checkpoints, and validation = serving
-SELECT r ->> 'state' AS state, r ->> 'steps_done' AS steps, r ->> 'ema_decay' AS ema_decay FROM runs;
+-- 1. the plain run: one row per checkpoint (the last parameters), and
+--    validation = serving
+SELECT r ->> 'state' AS state, r ->> 'steps_done' AS steps, r ->> 'ema_decay' AS ema_decay,
+       r -> 'serving' -> 'votes46' ->> 'weights' AS served_weights FROM runs;
+SELECT step, weights FROM t46.val_rows() ORDER BY 1, 2;
 SELECT * FROM t46.val_equals_evaluate();
+CREATE TEMP TABLE plain_val AS SELECT * FROM t46.val_rows();
 CREATE TEMP TABLE p46 AS
 SELECT review_id, rt_predict('votes46', review_id) AS plain FROM (SELECT review_id FROM t46.reviews ORDER BY 1 LIMIT 20) r;
 SET client_min_messages = warning;
@@ -59,31 +81,69 @@ FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
 WHERE m.name = 'm46' ORDER BY 1, 2;
 -- the same training: the last batch's loss is the same to the bit
 SELECT count(DISTINCT r ->> 'train_loss') = 1 AS same_training FROM runs;
--- served from the average: other predictions than the plain run's
+-- both weights validated at each checkpoint; the last parameters' figures
+-- are the plain run's to the bit, the average's are others
+SELECT step, weights FROM t46.val_rows() ORDER BY 1, 2;
+SELECT v.step, v.weights, v.value = p.value AND v.loss = p.loss AS same_as_plain
+FROM t46.val_rows() v JOIN plain_val p USING (step) ORDER BY 1, 2;
+-- rt_train reports the weights with the better val MAE (ties: the average)
+SELECT (SELECT r -> 'serving' -> 'votes46' ->> 'weights' FROM runs WHERE run = 'average') =
+       (SELECT weights FROM t46.val_rows() ORDER BY value, loss, weights LIMIT 1) AS reported_best_weights;
+
+-- 3. validation = serving through the shared model cache (the default;
+--    part 6: through a private load)
+SELECT * FROM t46.val_equals_evaluate();
+
+-- 4. each weights served when its validation is the best: the last
+--    parameters predict exactly what the plain run predicts (its best
+--    checkpoint is the same step: the same validation figures), the
+--    average something else, and rt_evaluate follows the choice
+CREATE TEMP TABLE saved_metric AS SELECT * FROM headwater.checkpoint_metric;
+CREATE FUNCTION pg_temp.force(w text) RETURNS void LANGUAGE sql AS $$
+	UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = w THEN 0 ELSE 1000 END
+	FROM saved_metric s
+	WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights
+$$;
+SELECT pg_temp.force('last');
+SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id) IS DISTINCT FROM plain) AS differ_from_plain,
+       count(*) AS rows
+FROM p46;
+SELECT * FROM t46.val_equals_evaluate();
+SELECT pg_temp.force('average');
 SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id) IS DISTINCT FROM plain) > 0 AS average_served,
        count(*) AS rows
 FROM p46;
-
--- 3. validation = serving with the average, through the shared model cache
---    (the default; part 5: through a private load)
 SELECT * FROM t46.val_equals_evaluate();
+-- and back to what validation measured
+UPDATE headwater.checkpoint_metric cm SET value = s.value FROM saved_metric s
+WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
 
--- 4. a resume keeps the run's decay (from its state) and goes on
+-- 5. a resume keeps the run's decay (from its state) and goes on
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state, r ->> 'resumed_from' AS resumed_from, r ->> 'steps_done' AS steps,
        r ->> 'ema_decay' AS ema_decay
 FROM rt_train('m46', steps => 25, preset => 'tiny', options => '{"val_batches": 1, "val_rows": 16}') r;
 RESET client_min_messages;
-SELECT c.step, c.config ->> 'ema_decay' AS ema_decay
+SELECT c.step, c.config ->> 'ema_decay' AS ema_decay, count(cm.*) AS val_rows
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
-WHERE m.name = 'm46' AND c.step = 25;
+LEFT JOIN headwater.checkpoint_metric cm USING (checkpoint_id)
+WHERE m.name = 'm46' AND c.step = 25 GROUP BY 1, 2;
 SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id) IS NULL) AS null_predictions
 FROM p46;
 
--- 5. validation = serving with the average through a private load: a new
+-- 6. validation = serving through a private load, either weights: a new
 --    session (nothing cached) without the shared model cache
 \c
 SET headwater.serving_shared_cache = off;
+SELECT * FROM t46.val_equals_evaluate();
+CREATE TEMP TABLE saved_metric AS SELECT * FROM headwater.checkpoint_metric;
+UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = 'average' THEN 0 ELSE 1000 END
+FROM saved_metric s
+WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
+SELECT * FROM t46.val_equals_evaluate();
+UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = 'last' THEN 0 ELSE 1000 END
+FROM saved_metric s
+WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
 SELECT * FROM t46.val_equals_evaluate();
 RESET headwater.serving_shared_cache;
 

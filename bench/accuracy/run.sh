@@ -103,7 +103,7 @@ for seed in $seeds; do
 		t0=$(date +%s); l0=$(load)
 		r=$(q "acc_$db" -At -c "SET client_min_messages = warning" \
 			-c "SELECT rt_train('acc_$db', steps => $steps, preset => '$preset', options => '$(opts "$seed")')")
-		echo "headwater $db seed $seed: $(echo "$r" | $py -c 'import json,sys; r=json.load(sys.stdin); print("steps", r["steps_done"], "stopped_on", r["stopped_on"], "wall_s", r["wall_s"], "tokens/s", r["tokens_per_s"], "serving", {k: (v["step"], round(v["value"], 4) if v["value"] is not None else None) for k, v in r["serving"].items()})')"
+		echo "headwater $db seed $seed: $(echo "$r" | $py -c 'import json,sys; r=json.load(sys.stdin); print("steps", r["steps_done"], "stopped_on", r["stopped_on"], "wall_s", r["wall_s"], "tokens/s", r["tokens_per_s"], "serving", {k: (v["step"], v.get("weights"), round(v["value"], 4) if v["value"] is not None else None) for k, v in r["serving"].items()})')"
 		echo "$r" > "$out/train_${db}_$seed.json"
 		q "acc_$db" -At -F $'\t' -c "
 			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options})', $seed, e.metric, e.model, e.n_rows

@@ -67,17 +67,20 @@ CREATE INDEX checkpoint_model_idx ON headwater.checkpoint (model_id, step);
 -- Per-task validation of a checkpoint: at each validation every trained task
 -- is evaluated on a fixed sample of its val split (the same rows each time,
 -- at most options.val_rows), with its own metric: auroc (boolean), accuracy
--- (categorical), mae (numerical), mae_days (timestamp).  Prediction serves a
--- task from the checkpoint of the current run with its best metric (higher
+-- (categorical), mae (numerical), mae_days (timestamp).  A run that keeps a
+-- parameter average (ema_decay > 0) validates both weights of the checkpoint:
+-- its last parameters and their average.  Prediction serves a task from the
+-- (checkpoint, weights) of the current run with its best metric (higher
 -- auroc/accuracy, lower mae); checkpoints without a row fall back to is_best.
 CREATE TABLE headwater.checkpoint_metric (
     checkpoint_id bigint NOT NULL REFERENCES headwater.checkpoint ON DELETE CASCADE,
     task_id       int NOT NULL REFERENCES headwater.task ON DELETE CASCADE,
+    weights       text NOT NULL DEFAULT 'last' CHECK (weights IN ('last', 'average')),
     metric        text NOT NULL,          -- auroc | accuracy | mae | mae_days
     value         float8,                 -- NULL when undefined (e.g. one class only)
     loss          float8,                 -- the task's mean val loss on the same rows
     n_rows        int NOT NULL,
-    PRIMARY KEY (checkpoint_id, task_id)
+    PRIMARY KEY (checkpoint_id, task_id, weights)
 );
 CREATE INDEX checkpoint_metric_task_idx ON headwater.checkpoint_metric (task_id);
 

@@ -65,8 +65,9 @@ struct HwModel
 	 * written, never freed); grads, m1, m2, muon_work are NULL */
 	int           frozen;
 	/* cfg.ema_decay > 0: the parameter average (NULL otherwise).  Swapped:
-	 * params and ema exchanged (forward reads the average); adopted: params
-	 * is the average for good (inference only: no training, no state). */
+	 * params and ema exchanged (forward reads the average); adopted: loaded
+	 * to predict, the average either copied over params or dropped, and
+	 * freed (inference only: no training, no state). */
 	float        *ema;
 	int           ema_swapped, ema_adopted;
 
@@ -1513,8 +1514,9 @@ hw_model_optimizer_step(HwModel *m, float *gnorm, float *lr, HwError *err)
 	if (m->frozen)
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model cannot be trained");
 	if (m->ema_swapped || m->ema_adopted)
-		return hw_error_set(err, HW_ERR_INVALID, "the model reads its parameter average (%s): it cannot be trained",
-							m->ema_adopted ? "loaded to predict" : "swapped in");
+		return hw_error_set(err, HW_ERR_INVALID, "the model %s: it cannot be trained",
+							m->ema_adopted ? "is loaded to predict (its parameter average adopted or dropped)"
+							: "reads its parameter average (swapped in)");
 	int rc = hw_optim_step(m->be, &m->cfg, m->pt.p, m->pt.n, m->params, m->grads, m->m1, m->m2,
 						   m->muon_work, m->step + 1, gnorm, lr, err);
 
@@ -1869,7 +1871,7 @@ hw_model_swap_ema(HwModel *m, HwError *err)
 
 	if (m->ema == NULL)
 		return hw_error_set(err, HW_ERR_INVALID, "the model keeps no parameter average to swap (%s)",
-							m->ema_adopted ? "it has adopted it as its parameters" : "ema_decay is 0");
+							m->ema_adopted ? "it was loaded to predict" : "ema_decay is 0");
 	/* parameters are read at offsets from m->params: swapping the pointers swaps every tensor */
 	t = m->params;
 	m->params = m->ema;
@@ -1893,6 +1895,28 @@ hw_model_adopt_ema(HwModel *m, HwError *err)
 	m->ema_swapped = 0;
 	m->ema_adopted = 1;
 	return backend_cause(m->be, HW_OK, err);
+}
+
+int
+hw_model_drop_ema(HwModel *m, HwError *err)
+{
+	if (m->frozen)
+		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no parameter average to drop");
+	if (m->ema == NULL)
+		return HW_OK;
+	/* swapped: the last parameters are in the other buffer; swap them back */
+	if (m->ema_swapped)
+	{
+		float *t = m->params;
+
+		m->params = m->ema;
+		m->ema = t;
+	}
+	m->be->ops->free(m->be, m->ema);
+	m->ema = NULL;
+	m->ema_swapped = 0;
+	m->ema_adopted = 1;
+	return HW_OK;
 }
 
 float *

@@ -342,12 +342,16 @@ int hw_model_set_flat(HwModel *m, int which, const float *src);
  *   average's buffer is freed; afterwards training steps, serialization
  *   and state loads fail (HW_ERR_INVALID) and hw_model_ema_adopted is 1.
  *   A model without an average is left as it is.  HW_OK, or
- *   HW_ERR_INVALID for a frozen model. */
+ *   HW_ERR_INVALID for a frozen model.
+ * hw_model_drop_ema: the same for serving the last parameters: the
+ *   average's buffer is freed unread (swapped back first if swapped), with
+ *   the same restrictions afterwards. */
 int hw_model_has_ema(const HwModel *m);
 int hw_model_swap_ema(HwModel *m, HwError *err);
 int hw_model_ema_swapped(const HwModel *m);
 int hw_model_ema_adopted(const HwModel *m);
 int hw_model_adopt_ema(HwModel *m, HwError *err);
+int hw_model_drop_ema(HwModel *m, HwError *err);
 /* The averaging weight d of step t (1-based) for a decay (see ema_decay). */
 float hw_ema_weight(float ema_decay, int64_t t);
 
@@ -369,12 +373,15 @@ HwModel *hw_model_state_deserialize(const uint8_t *buf, size_t len,
 									const uint16_t *cat_table, int32_t ncat,
 									HwBackend *be, HwError *err);
 /* The same for a model loaded only to predict (serving, evaluation, the
- * debug tape): it reads the parameter average when the state kept one
- * (hw_model_adopt_ema), so it cannot be trained or serialized. */
+ * debug tape), on the weights validation chose for the task: average 1
+ * reads the parameter average when the state kept one (hw_model_adopt_ema),
+ * 0 the last parameters (hw_model_drop_ema); either way it cannot be
+ * trained or serialized.  A state without an average serves its
+ * parameters for both. */
 HwModel *hw_model_state_deserialize_served(const uint8_t *buf, size_t len,
 										   const uint16_t *col_table, int32_t ncols,
 										   const uint16_t *cat_table, int32_t ncat,
-										   HwBackend *be, HwError *err);
+										   int average, HwBackend *be, HwError *err);
 
 /* RNG state (xoshiro256**, 4 words), part of the training state. */
 void hw_model_rng_state(const HwModel *m, uint64_t s[4]);

@@ -104,9 +104,10 @@ hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID, "a frozen (serving) model has no training state to serialize");
 	if (hw_model_ema_swapped(m))
 		return hw_error_set(err, HW_ERR_INVALID, "swap the parameter average back before serializing the model");
-	/* its parameters are the average: with its moments they would resume wrong */
+	/* its parameters may be the average, and the average is gone either
+	 * way: with its moments it would resume wrong */
 	if (hw_model_ema_adopted(m))
-		return hw_error_set(err, HW_ERR_INVALID, "a model that adopted its parameter average (to predict) has no training state");
+		return hw_error_set(err, HW_ERR_INVALID, "a model loaded to predict (its parameter average adopted or dropped) has no training state");
 	put(&w, MAGIC, 4);
 	PUT(&w, ver);
 	PUT(&w, cb);
@@ -289,7 +290,7 @@ hw_model_state_load(HwModel *m, const uint8_t *buf, size_t len, HwError *err)
 	if (r.fail || numel != hw_model_numel(m) || r.off + (size_t) nbuf * fbytes + 8 != r.n)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state size does not match its parameter table");
 	if (hw_model_ema_swapped(m) || hw_model_ema_adopted(m))
-		return hw_error_set(err, HW_ERR_INVALID, "a model that reads its parameter average (swapped or adopted) cannot load a state");
+		return hw_error_set(err, HW_ERR_INVALID, "a model that reads its parameter average (swapped) or was loaded to predict cannot load a state");
 	if (c.ema_decay > 0 && !hw_model_has_ema(m))
 		return hw_error_set(err, HW_ERR_INVALID, "model state keeps a parameter average (ema_decay %g); the model does not",
 							(double) c.ema_decay);
@@ -338,11 +339,11 @@ hw_model_state_deserialize(const uint8_t *buf, size_t len, const uint16_t *col_t
 
 HwModel *
 hw_model_state_deserialize_served(const uint8_t *buf, size_t len, const uint16_t *col_table, int32_t ncols,
-								  const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
+								  const uint16_t *cat_table, int32_t ncat, int average, HwBackend *be, HwError *err)
 {
 	HwModel *m = hw_model_state_deserialize(buf, len, col_table, ncols, cat_table, ncat, be, err);
 
-	if (m != NULL && hw_model_adopt_ema(m, err) != HW_OK)
+	if (m != NULL && (average ? hw_model_adopt_ema(m, err) : hw_model_drop_ema(m, err)) != HW_OK)
 	{
 		hw_model_free(m);
 		return NULL;

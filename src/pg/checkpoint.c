@@ -110,17 +110,18 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 		/* its per-task validation */
 		for (int i = 0; i < nmetrics; i++)
 		{
-			Oid     margtypes[6] = {INT8OID, INT4OID, TEXTOID, FLOAT8OID, FLOAT8OID, INT4OID};
-			Datum   mvalues[6] = {Int64GetDatum(ckpt_id), Int32GetDatum(metrics[i].task_id),
+			Oid     margtypes[7] = {INT8OID, INT4OID, TEXTOID, FLOAT8OID, FLOAT8OID, INT4OID, TEXTOID};
+			Datum   mvalues[7] = {Int64GetDatum(ckpt_id), Int32GetDatum(metrics[i].task_id),
 								  CStringGetTextDatum(metrics[i].metric), Float8GetDatum(metrics[i].value),
-								  Float8GetDatum(metrics[i].loss), Int32GetDatum(metrics[i].n_rows)};
-			char    mnulls[6] = {' ', ' ', ' ', isfinite(metrics[i].value) ? ' ' : 'n',
-								 isfinite(metrics[i].loss) ? ' ' : 'n', ' '};
+								  Float8GetDatum(metrics[i].loss), Int32GetDatum(metrics[i].n_rows),
+								  CStringGetTextDatum(metrics[i].average ? "average" : "last")};
+			char    mnulls[7] = {' ', ' ', ' ', isfinite(metrics[i].value) ? ' ' : 'n',
+								 isfinite(metrics[i].loss) ? ' ' : 'n', ' ', ' '};
 
 			if (SPI_execute_with_args("INSERT INTO headwater.checkpoint_metric "
-									  "(checkpoint_id, task_id, metric, value, loss, n_rows) "
-									  "VALUES ($1, $2, $3, $4, $5, $6)",
-									  6, margtypes, mvalues, mnulls, false, 0) != SPI_OK_INSERT)
+									  "(checkpoint_id, task_id, metric, value, loss, n_rows, weights) "
+									  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+									  7, margtypes, mvalues, mnulls, false, 0) != SPI_OK_INSERT)
 				elog(ERROR, "could not insert into headwater.checkpoint_metric");
 		}
 		/* the job row points at its latest checkpoint */
@@ -181,31 +182,38 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	bool    isnull;
 	const char *sql;
 
+	/* A task's validation rows order its candidates: the best of its own
+	 * val metric (higher auroc/accuracy, lower mae; ties: the task's lower
+	 * val loss, then the average before the last parameters), then the best
+	 * by mixed val loss, then the latest.  With no row (no task, or a
+	 * checkpoint not validated) weights is NULL: the average when kept. */
+#define TASK_ORDER "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value " \
+				   "              ELSE -cm.value END DESC NULLS LAST, " \
+				   "  cm.loss ASC NULLS LAST, cm.weights ASC NULLS LAST, " \
+				   "  c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1"
 	if (checkpoint_id >= 0)
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND checkpoint_id = $2";
+		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
+			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
+			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
+			  "WHERE c.model_id = $1 AND c.checkpoint_id = $2 " TASK_ORDER;
 	else if (checkpoint_id == -1)
-		/* serving: the newest run with a checkpoint; in it, the best of the
-		 * task's own val metric (higher auroc/accuracy, lower mae; ties: the
-		 * task's lower val loss), then the best by mixed val loss, then the
-		 * latest. */
-		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage "
+		/* serving: the newest run with a checkpoint; in it, as above */
+		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
 			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
 			  "WHERE c.model_id = $1 AND $2 = $2 AND c.lineage = "
-			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) "
-			  "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value "
-			  "              ELSE -cm.value END DESC NULLS LAST, "
-			  "  cm.loss ASC NULLS LAST, c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1";
+			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) " TASK_ORDER;
 	else
 		/* resume point: the latest of the run of the newest job that started
 		 * training (a restart with no checkpoint yet leaves nothing to resume) */
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND $2 = $2 AND lineage = "
+		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage, NULL::text "
+			  "FROM headwater.checkpoint "
+			  "WHERE model_id = $1 AND $2 = $2 AND $3 = $3 AND lineage = "
 			  "  (SELECT lineage FROM headwater.job WHERE model_id = $1 AND lineage IS NOT NULL "
 			  "   ORDER BY job_id DESC LIMIT 1) "
 			  "ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
-	if (SPI_execute_with_args(sql, checkpoint_id == -1 ? 3 : 2, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+#undef TASK_ORDER
+	if (SPI_execute_with_args(sql, 3, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.checkpoint");
 	if (SPI_processed != 1)
 		return false;
@@ -216,6 +224,11 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	info->sampler_position = (uint64) DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
 	char *config = SPI_getvalue(tup, td, 4);
 	info->lineage = DatumGetInt64(SPI_getbinval(tup, td, 5, &isnull));
+	{
+		char *w = SPI_getvalue(tup, td, 6);
+
+		info->average = w == NULL || strcmp(w, "average") == 0;
+	}
 
 	info->batch_size = (int32) json_int(config, "batch_size", 32);
 	info->seq_len = (int32) json_int(config, "seq_len", 1024);
@@ -239,6 +252,14 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	info->future_parents = fp && hw_future_parents_from_name(fp) >= 0
 		? hw_future_parents_from_name(fp) : HW_FUTURE_PARENTS_HIDE;
 	info->seed = (uint64) json_int(config, "seed", 0);
+	/* a run without a parameter average serves its parameters: one cache
+	 * entry and file, whichever weights a row names */
+	{
+		char *ed = json_text(config, "ema_decay");
+
+		if (ed == NULL || !(strtod(ed, NULL) > 0))
+			info->average = false;
+	}
 
 	/* best val loss so far in its run (for "is this checkpoint the best") */
 	{

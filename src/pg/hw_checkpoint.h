@@ -13,9 +13,11 @@
  * newest run that has checkpoints (the previous run's until a restarted one
  * writes its first); is_best marks the best of each run by the mixed val
  * loss.  Per task, headwater.checkpoint_metric holds each validated
- * checkpoint's own metric for every trained task, and a task is served from
- * the checkpoint of that newest run with its best metric (higher auroc or
- * accuracy, lower mae); is_best only where the task has no metric row.
+ * checkpoint's own metric for every trained task -- twice when the run
+ * keeps a parameter average: on the last parameters and on the average
+ * (column weights) -- and a task is served from the (checkpoint, weights)
+ * of that newest run with its best metric (higher auroc or accuracy, lower
+ * mae); is_best only where the task has no metric row.
  */
 #ifndef HW_CHECKPOINT_H
 #define HW_CHECKPOINT_H
@@ -37,6 +39,11 @@ typedef struct HwCheckpointInfo
 	bool    key_cells;
 	int32   future_parents;     /* HwFutureParents; absent from old checkpoints: hide */
 	uint64  seed;
+	/* which weights predictions read (serving): the parameter average when
+	 * the task's best validation there was the average's, or when the task
+	 * has no validation row (a state without an average serves its
+	 * parameters either way); the last parameters when theirs was */
+	bool    average;
 } HwCheckpointInfo;
 
 /* One task's validation at a checkpoint (a headwater.checkpoint_metric row). */
@@ -47,6 +54,7 @@ typedef struct HwTaskValMetric
 	double      value;          /* NaN: undefined (stored as NULL) */
 	double      loss;           /* mean val loss of the task on the same rows */
 	int32       n_rows;
+	bool        average;        /* measured on the parameter average, else the last parameters */
 } HwTaskValMetric;
 
 /* Whether a higher value of the metric is better (auroc, accuracy). */
@@ -68,7 +76,9 @@ bool   hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo 
 
 /* The same for one task: with checkpoint_id -1, the checkpoint of the newest
  * run with the task's best val metric (headwater.checkpoint_metric), else
- * as hw_checkpoint_find.  task_id 0: no task (hw_checkpoint_find). */
+ * as hw_checkpoint_find; info->average says which of its weights had it
+ * (at a given checkpoint_id too).  task_id 0: no task (hw_checkpoint_find;
+ * average true). */
 bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCheckpointInfo *info);
 
 /* Caller in SPI (as owner): the serialized training state, allocated in the

@@ -36,6 +36,7 @@ typedef struct HwServing
 {
 	int32           model_id;
 	int64           checkpoint_id;
+	bool            average;         /* serves the checkpoint's parameter average, else its last parameters */
 	char           *key;             /* what it was built from: model and task rows (serving.c) */
 	char           *model_name;
 	uint64          last_used;

@@ -125,9 +125,9 @@ rt_debug_tape(PG_FUNCTION_ARGS)
 			blob = hw_checkpoint_load_state(s->checkpoint_id, &len);
 			hw_restore_user(&as);
 			SPI_finish();
-			/* the tape of the served model: the parameter average when kept */
+			/* the tape of the served model: the weights it serves */
 			full = hw_model_state_deserialize_served(blob, len, s->col_emb, s->ncols, s->cat_emb,
-													 (int32_t) s->ncat, s->be, &err);
+													 (int32_t) s->ncat, s->average, s->be, &err);
 			pfree(blob);
 			if (full == NULL)
 				hw_pg_raise_core_error(&err, "loading the checkpoint for the tape");

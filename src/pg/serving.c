@@ -6,7 +6,9 @@
  * task_id order, the layout used in training), the primary keys of its
  * tables, a sampler configured like the training run, and the model loaded
  * from a checkpoint on the CPU backend.  It is keyed by (model, checkpoint,
- * the row versions of the model's headwater.model and headwater.task rows)
+ * weights -- the last parameters or their average, whichever the task's
+ * validation chose --, the row versions of the model's headwater.model and
+ * headwater.task rows)
  * and rebuilt when any of them changes: a newer best checkpoint, an
  * rt_refresh (even two in one transaction: each writes a new model row
  * version), a new or dropped task.
@@ -301,15 +303,16 @@ checkpoint_state_version(int64 checkpoint_id)
 	return MemoryContextStrdup(TopTransactionContext, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
-/* The checkpoints the model's tasks are served from (best per task), and
- * `also`: the shared cache files to keep.  Caller in SPI as owner. */
-static int64 *
-served_checkpoints(int32 model_id, int64 also, int *n)
+/* The (checkpoint, weights) the model's tasks are served from (best per
+ * task), and `also`: the shared cache files to keep.  Caller in SPI as
+ * owner. */
+static HwServedAt *
+served_checkpoints(int32 model_id, HwServedAt also, int *n)
 {
 	Datum   arg = Int32GetDatum(model_id);
 	int     ntask;
 	int32  *task_ids;
-	int64  *keep;
+	HwServedAt *keep;
 
 	if (SPI_execute_with_args("SELECT task_id FROM headwater.task WHERE model_id = $1", 1, (Oid[]) {INT4OID},
 							  &arg, NULL, true, 0) != SPI_OK_SELECT)
@@ -322,7 +325,7 @@ served_checkpoints(int32 model_id, int64 also, int *n)
 
 		task_ids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
-	keep = palloc(sizeof(int64) * (ntask + 1));
+	keep = palloc(sizeof(HwServedAt) * (ntask + 1));
 	*n = 0;
 	keep[(*n)++] = also;
 	for (int i = 0; i < ntask; i++)
@@ -330,7 +333,7 @@ served_checkpoints(int32 model_id, int64 also, int *n)
 		HwCheckpointInfo ci = {0};
 
 		if (hw_checkpoint_find_task(model_id, task_ids[i], -1, &ci))
-			keep[(*n)++] = ci.checkpoint_id;
+			keep[(*n)++] = (HwServedAt) {ci.checkpoint_id, ci.average};
 	}
 	pfree(task_ids);
 	return keep;
@@ -357,6 +360,7 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, Hw
 	size_t         len;
 	bool           written;
 	HwSharedModel *sm = NULL;
+	HwServedAt     at = {info->checkpoint_id, info->average};
 
 	blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
 	hw_restore_user(as_owner);
@@ -372,8 +376,9 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, Hw
 	}
 	be = hw_pg_backend_create("cpu", 1, NULL);
 	stand_in = calloc((size_t) Max(cfg.d_text, 1), sizeof(uint16));
-	/* the shared file holds what is served: the parameter average when kept */
-	full = (be && stand_in) ? hw_model_state_deserialize_served(blob, len, stand_in, 1, NULL, 0, be, &err) : NULL;
+	/* the shared file holds what is served: the weights the task's validation chose */
+	full = (be && stand_in) ? hw_model_state_deserialize_served(blob, len, stand_in, 1, NULL, 0, info->average, be, &err)
+		: NULL;
 	free(stand_in);
 	pfree(blob);
 	if (full == NULL)
@@ -383,17 +388,17 @@ shared_build(HwServing *e, const HwCheckpointInfo *info, const char *version, Hw
 		/* the private load reports a damaged checkpoint with its detail */
 		return NULL;
 	}
-	written = hw_serving_shared_write(e->model_id, info->checkpoint_id, e->key, version, e->snap, full);
+	written = hw_serving_shared_write(e->model_id, at, e->key, version, e->snap, full);
 	hw_model_free(full);
 	hw_backend_destroy(be);
 	if (written)
 	{
 		int    nkeep;
-		int64 *keep = served_checkpoints(e->model_id, info->checkpoint_id, &nkeep);
+		HwServedAt *keep = served_checkpoints(e->model_id, at, &nkeep);
 
-		hw_serving_shared_cleanup(e->model_id, e->key, info->checkpoint_id, version, keep, nkeep);
+		hw_serving_shared_cleanup(e->model_id, e->key, at, version, keep, nkeep);
 		pfree(keep);
-		sm = hw_serving_shared_open(e->model_id, info->checkpoint_id, e->key, version);
+		sm = hw_serving_shared_open(e->model_id, at, e->key, version);
 	}
 	if (sm)
 	{
@@ -419,13 +424,14 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 
 		e->model_id = model_id;
 		e->checkpoint_id = info->checkpoint_id;
+		e->average = info->average;
 		e->key = xstrdup(key);
 		e->model_name = xstrdup(model_name);
 		if (hw_serving_shared_enabled)
 		{
 			char *version = checkpoint_state_version(info->checkpoint_id);
 
-			e->shared = hw_serving_shared_open(model_id, info->checkpoint_id, key, version);
+			e->shared = hw_serving_shared_open(model_id, (HwServedAt) {info->checkpoint_id, info->average}, key, version);
 			if (e->shared == NULL)
 				e->shared = shared_build(e, info, version, as_owner);
 			pfree(version);
@@ -469,7 +475,7 @@ serving_build(int32 model_id, const char *model_name, const char *key, const HwC
 			{
 				blob = hw_checkpoint_load_state(info->checkpoint_id, &len);
 				e->model = hw_model_state_deserialize_served(blob, len, e->col_emb, e->ncols, e->cat_emb,
-															 (int32_t) e->ncat, e->be, &err);
+															 (int32_t) e->ncat, info->average, e->be, &err);
 				pfree(blob);
 			}
 			if (e->model == NULL)
@@ -572,7 +578,8 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 
 	serving_drop_stale(model_id, key);
 	for (int i = 0; i < HW_SERVING_CACHE_SIZE; i++)
-		if (cache[i] && cache[i]->model_id == model_id && cache[i]->checkpoint_id == info.checkpoint_id)
+		if (cache[i] && cache[i]->model_id == model_id && cache[i]->checkpoint_id == info.checkpoint_id &&
+			cache[i]->average == info.average)
 			s = cache[i];
 	if (s == NULL)
 	{

@@ -20,9 +20,11 @@
  * $PGDATA/pg_headwater/serving, readable by the server's OS user only (the
  * data directory's modes, MakePGDirectory / pg_file_create_mode).
  *
- * Name: v<format>_d<database oid>_m<model id>_c<checkpoint id>_<hash of
- * the model state key>_<hash of the checkpoint's state version>.hwsc (model
- * ids are per database, the directory per cluster).  The key (serving.c)
+ * Name: v<format>_d<database oid>_m<model id>_c<checkpoint id>_<weights:
+ * a = the parameter average, l = the last parameters>_<hash of the model
+ * state key>_<hash of the checkpoint's state version>.hwsc (model ids are
+ * per database, the directory per cluster; two tasks of a model may be
+ * served from the two weights of one checkpoint).  The key (serving.c)
  * names the row versions of the model and of its tasks, the version those
  * of the checkpoint's stored state: rt_refresh, a task change or a new
  * checkpoint gives a new name, which a backend notices by its usual cache
@@ -70,7 +72,8 @@
 
 #define SHARED_PARENT "pg_headwater"
 #define SHARED_DIR SHARED_PARENT "/serving"
-#define SHARED_VERSION 4       /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average) */
+#define SHARED_VERSION 5       /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average);
+								* 5: which weights (last or average) in the name and header */
 #define SHARED_MAGIC "HWSERVE"        /* 8 bytes with its NUL */
 #define SHARED_ALIGN 64
 /* a temporary file older than this is an abandoned one */
@@ -98,6 +101,8 @@ typedef struct FileHeader
 	int32         model_id;
 	uint64        file_len;
 	int64         checkpoint_id;
+	int32         average;         /* the weights: 1 the parameter average, 0 the last parameters */
+	int32         pad;
 	uint64        key_hash;
 	uint64        version_hash;
 	HwModelConfig cfg;
@@ -148,10 +153,11 @@ file_hash(const uint8 *p, size_t n)
 }
 
 static void
-file_path(char *out, int32 model_id, int64 checkpoint_id, uint64 kh, uint64 vh)
+file_path(char *out, int32 model_id, HwServedAt at, uint64 kh, uint64 vh)
 {
-	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%016llx_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
-			 model_id, (long long) checkpoint_id, (unsigned long long) kh, (unsigned long long) vh);
+	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%c_%016llx_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
+			 model_id, (long long) at.checkpoint_id, at.average ? 'a' : 'l', (unsigned long long) kh,
+			 (unsigned long long) vh);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -310,7 +316,7 @@ ensure_dir(void)
 }
 
 bool
-hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key, const char *version,
+hw_serving_shared_write(int32 model_id, HwServedAt at, const char *key, const char *version,
 						const HwSnapshot *snap, HwModel *model)
 {
 	static uint32 tmp_counter;
@@ -347,7 +353,8 @@ hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key, co
 	h.config_bytes = sizeof(HwModelConfig);
 	h.model_id = model_id;
 	h.file_len = data.n;
-	h.checkpoint_id = checkpoint_id;
+	h.checkpoint_id = at.checkpoint_id;
+	h.average = at.average ? 1 : 0;
 	h.key_hash = key_hash(key);
 	h.version_hash = key_hash(version);
 	h.cfg = *hw_model_config(model);
@@ -357,7 +364,7 @@ hw_serving_shared_write(int32 model_id, int64 checkpoint_id, const char *key, co
 	memcpy(data.p + 8, &h.checksum, 8);
 
 	ensure_dir();
-	file_path(path, model_id, checkpoint_id, h.key_hash, h.version_hash);
+	file_path(path, model_id, at, h.key_hash, h.version_hash);
 	snprintf(tmp, sizeof(tmp), SHARED_DIR "/tmp.%d.%u.hwsc", MyProcPid, tmp_counter++);
 	/* read-only from birth: nothing ever writes a file a backend may have
 	 * mapped (a file truncated under a mapping faults its readers) */
@@ -612,7 +619,7 @@ remove_bad(const char *path, const struct stat *seen, const char *why)
 
 /* Why the mapped file is not the one asked for, or NULL. */
 static const char *
-check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id, uint64 kh, uint64 vh,
+check_header(const uint8 *base, size_t len, int32 model_id, HwServedAt at, uint64 kh, uint64 vh,
 			 FileHeader *h)
 {
 	if (len < sizeof(FileHeader))
@@ -627,7 +634,8 @@ check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id,
 		return "wrong length (truncated or extended)";
 	if (file_hash(base + 16, len - 16) != h->checksum)
 		return "checksum mismatch";
-	if (h->model_id != model_id || h->checkpoint_id != checkpoint_id || h->key_hash != kh || h->version_hash != vh)
+	if (h->model_id != model_id || h->checkpoint_id != at.checkpoint_id || h->average != (at.average ? 1 : 0) ||
+		h->key_hash != kh || h->version_hash != vh)
 		return "written for another model state";
 	if (h->numel <= 0 || h->params_off % SHARED_ALIGN != 0 || h->params_off < sizeof(FileHeader) ||
 		h->params_off > len || (uint64) h->numel > (len - h->params_off) / sizeof(float) ||
@@ -637,7 +645,7 @@ check_header(const uint8 *base, size_t len, int32 model_id, int64 checkpoint_id,
 }
 
 HwSharedModel *
-hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key, const char *version)
+hw_serving_shared_open(int32 model_id, HwServedAt at, const char *key, const char *version)
 {
 	char          path[MAXPGPATH];
 	uint64        kh = key_hash(key);
@@ -650,7 +658,7 @@ hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key, con
 	HwSharedModel *sm;
 	Rd            r;
 
-	file_path(path, model_id, checkpoint_id, kh, vh);
+	file_path(path, model_id, at, kh, vh);
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
@@ -679,7 +687,7 @@ hw_serving_shared_open(int32 model_id, int64 checkpoint_id, const char *key, con
 		ereport(LOG, (errmsg("headwater: could not map the shared model cache file \"%s\": %m", path)));
 		return NULL;
 	}
-	why = check_header(base, (size_t) st.st_size, model_id, checkpoint_id, kh, vh, &h);
+	why = check_header(base, (size_t) st.st_size, model_id, at, kh, vh, &h);
 	if (why)
 	{
 		munmap(base, (size_t) st.st_size);
@@ -726,7 +734,7 @@ typedef struct CacheFile
 	char   name[NAMEDATALEN * 2];
 	Oid    db;
 	int32  model_id;
-	int64  checkpoint_id;
+	HwServedAt at;
 	uint64 kh, vh;
 	bool   current_format;
 } CacheFile;
@@ -753,6 +761,7 @@ list_files(int *n)
 		unsigned    cnt, db;
 		int32       m;
 		long long   ck;
+		char        w;
 		unsigned long long kh, vh;
 		struct stat st;
 
@@ -766,7 +775,8 @@ list_files(int *n)
 				(void) unlink(path);
 			continue;
 		}
-		if (sscanf(de->d_name, "v%d_d%u_m%d_c%lld_%16llx_%16llx.hwsc", &ver, &db, &m, &ck, &kh, &vh) != 6)
+		if (sscanf(de->d_name, "v%d_d%u_m%d_c%lld_%c_%16llx_%16llx.hwsc", &ver, &db, &m, &ck, &w, &kh, &vh) != 7 ||
+			(w != 'a' && w != 'l'))
 		{
 			/* an older format's name: stale */
 			if (de->d_name[0] == 'v' && strstr(de->d_name, ".hwsc") != NULL)
@@ -781,7 +791,8 @@ list_files(int *n)
 		strlcpy(files[*n].name, de->d_name, sizeof(files[*n].name));
 		files[*n].db = (Oid) db;
 		files[*n].model_id = m;
-		files[*n].checkpoint_id = ck;
+		files[*n].at.checkpoint_id = ck;
+		files[*n].at.average = w == 'a';
 		files[*n].kh = kh;
 		files[*n].vh = vh;
 		files[*n].current_format = ver == SHARED_VERSION;
@@ -801,8 +812,8 @@ unlink_file(const CacheFile *f)
 }
 
 void
-hw_serving_shared_cleanup(int32 model_id, const char *key, int64 checkpoint_id, const char *version,
-						  const int64 *keep, int nkeep)
+hw_serving_shared_cleanup(int32 model_id, const char *key, HwServedAt at, const char *version,
+						  const HwServedAt *keep, int nkeep)
 {
 	int        n;
 	CacheFile *files = list_files(&n);
@@ -822,8 +833,8 @@ hw_serving_shared_cleanup(int32 model_id, const char *key, int64 checkpoint_id, 
 			bool kept = false;
 
 			for (int k = 0; k < nkeep; k++)
-				kept |= keep[k] == f->checkpoint_id;
-			stale = f->kh != kh || !kept || (f->checkpoint_id == checkpoint_id && f->vh != vh);
+				kept |= keep[k].checkpoint_id == f->at.checkpoint_id && keep[k].average == f->at.average;
+			stale = f->kh != kh || !kept || (f->at.checkpoint_id == at.checkpoint_id && f->vh != vh);
 		}
 		else if (!stale)
 		{

@@ -195,7 +195,7 @@ validate(HwModel *model, HwSampler *sampler, int nbatches)
  */
 static int
 validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **tasks, int ntasks,
-			   const double *weights, int val_rows, HwTaskValMetric *out)
+			   const double *weights, int val_rows, HwTaskValMetric *out, bool average)
 {
 	HwError err = {0};
 	int     nout = 0;
@@ -289,6 +289,7 @@ validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **t
 			m++;
 		}
 		o->task_id = task->task_id;
+		o->average = average;
 		o->loss = loss_sum / k;
 		o->n_rows = (int32) m;
 		o->value = NAN;
@@ -342,21 +343,27 @@ log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTas
 		for (int t = 0; t < ntasks; t++)
 			if (tasks[t]->task_id == vm[i].task_id)
 				name = tasks[t]->name;
-		Oid     argtypes[8] = {INT8OID, INT4OID, INT4OID, TEXTOID, FLOAT8OID, TEXTOID, FLOAT8OID, INT4OID};
-		Datum   values[8] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
+		Oid     argtypes[9] = {INT8OID, INT4OID, INT4OID, TEXTOID, FLOAT8OID, TEXTOID, FLOAT8OID, INT4OID, TEXTOID};
+		Datum   values[9] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
 							 CStringGetTextDatum(name), Float8GetDatum(vm[i].loss),
 							 CStringGetTextDatum(vm[i].metric), Float8GetDatum(vm[i].value),
-							 Int32GetDatum(vm[i].n_rows)};
-		char    nulls[8] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
-							isfinite(vm[i].value) ? ' ' : 'n', ' '};
+							 Int32GetDatum(vm[i].n_rows), CStringGetTextDatum(vm[i].average ? "average" : "last")};
+		char    nulls[9] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
+							isfinite(vm[i].value) ? ' ' : 'n', ' ', ' '};
 
-		/* and on the job (rt_status): {"val_loss": .., "<task>": {"<metric>": .., "loss": ..}} */
+		/* and on the job (rt_status): {"val_loss": .., "<task>": {"<metric>": .., "loss": ..,
+		 * ["average": {"<metric>": .., "loss": ..}]}}: a validation writes the last
+		 * parameters' row first, so the average's nests in it; the log's row of the
+		 * average says "weights": "average" */
 		hw_job_exec_committed(
 			"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, task, loss, metrics) "
-			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8))) "
+			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8) || "
+			"  CASE WHEN $9 = 'average' THEN jsonb_build_object('weights', $9) ELSE '{}'::jsonb END)) "
 			"UPDATE headwater.job SET val_metrics = coalesce(val_metrics, '{}'::jsonb) || "
-			"  jsonb_build_object($4, jsonb_build_object($6, $7, 'loss', $5)) WHERE job_id = $1",
-			8, argtypes, values, nulls);
+			"  jsonb_build_object($4, CASE WHEN $9 = 'average' "
+			"    THEN coalesce(val_metrics->$4, '{}'::jsonb) || jsonb_build_object('average', jsonb_build_object($6, $7, 'loss', $5)) "
+			"    ELSE jsonb_build_object($6, $7, 'loss', $5) END) WHERE job_id = $1",
+			9, argtypes, values, nulls);
 	}
 }
 
@@ -376,8 +383,8 @@ report_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const Hw
 		for (int t = 0; t < ntasks; t++)
 			if (tasks[t]->task_id == vm[i].task_id)
 				name = tasks[t]->name;
-		appendStringInfo(&msg, "%s %s %s %.4g (loss %.4g, %d rows)", i ? "," : "", name, vm[i].metric,
-						 vm[i].value, vm[i].loss, vm[i].n_rows);
+		appendStringInfo(&msg, "%s %s%s %s %.4g (loss %.4g, %d rows)", i ? "," : "", name,
+						 vm[i].average ? " (average)" : "", vm[i].metric, vm[i].value, vm[i].loss, vm[i].n_rows);
 	}
 	SpinLockAcquire(&job->mutex);
 	strlcpy(job->message, msg.data, sizeof(job->message));
@@ -479,13 +486,14 @@ release_resources(TrainResources *r)
 }
 
 /*
- * ", \"serving\": {task: {checkpoint_id, step, metric, value}}" for each
+ * ", \"serving\": {task: {checkpoint_id, step, weights, metric, value}}" for each
  * trained task: the checkpoint prediction uses for it (hw_checkpoint_find_task)
  * and its val metric there (metric and value null for a checkpoint without
  * one).  Worker, outside a transaction.
  */
 static void
-append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights)
+append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights,
+			   bool has_average)
 {
 	HwAsOwner   as_owner;
 	bool        first = true;
@@ -501,13 +509,16 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 
 		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, &info))
 			continue;
-		Oid     argtypes[2] = {INT8OID, INT4OID};
-		Datum   values[2] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id)};
+		/* what its predictions read: the average only where one was kept */
+		const char *served = info.average && has_average ? "average" : "last";
+		Oid     argtypes[3] = {INT8OID, INT4OID, TEXTOID};
+		Datum   values[3] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id),
+							 CStringGetTextDatum(served)};
 		char   *metric = NULL, *value = NULL;
 
 		if (SPI_execute_with_args("SELECT metric, value FROM headwater.checkpoint_metric "
-								  "WHERE checkpoint_id = $1 AND task_id = $2",
-								  2, argtypes, values, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+								  "WHERE checkpoint_id = $1 AND task_id = $2 AND weights = $3",
+								  3, argtypes, values, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 		{
 			metric = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 			value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
@@ -516,8 +527,8 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 			appendStringInfoString(result, ", ");
 		first = false;
 		escape_json(result, tasks[t]->name);
-		appendStringInfo(result, ": {\"checkpoint_id\": %lld, \"step\": %d, \"metric\": ",
-						 (long long) info.checkpoint_id, info.step);
+		appendStringInfo(result, ": {\"checkpoint_id\": %lld, \"step\": %d, \"weights\": \"%s\", \"metric\": ",
+						 (long long) info.checkpoint_id, info.step, served);
 		if (metric)
 			escape_json(result, metric);
 		else
@@ -808,7 +819,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	double      tps = 0, last_loss = NAN, last_val = NAN;
 	const char *final_state = "succeeded";
 	bool        terminated = false;
-	HwTaskValMetric *task_val = palloc0(sizeof(HwTaskValMetric) * Max(1, ntasks));
+	HwTaskValMetric *task_val = palloc0(sizeof(HwTaskValMetric) * 2 * Max(1, ntasks));    /* x2: last and average */
 	int         ntask_val = 0;
 	HwEta       eta_est;            /* ETA: EMA of step time + validation/checkpoint share (eta.h) */
 
@@ -887,19 +898,29 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		bool overhead = do_val;         /* a validation or checkpoint this step */
 		if (do_val)
 		{
-			/* with a parameter average, validation measures what serving
-			 * will read: the average (swapped back before the checkpoint) */
+			/* With a parameter average, each task is validated on both
+			 * weights serving could read -- the last parameters, then the
+			 * average (swapped in, and back before the checkpoint) -- and
+			 * serving takes the better (hw_checkpoint_find_task): the
+			 * average wins where a run is noisy around its best point, the
+			 * last parameters where it still improves at the end.  The
+			 * mixed val loss (is_best, progress) is the average's. */
 			bool averaged = hw_model_has_ema(model);
 
+			ntask_val = 0;
 			if (averaged)
+			{
+				ntask_val = validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
+										   st.s.val_rows, task_val, false);
 				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
+			}
 			last_val = validate(model, val_sampler, st.s.val_batches);
 			SpinLockAcquire(&job->mutex);
 			job->val_loss = last_val;
 			SpinLockRelease(&job->mutex);
 			log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
-			ntask_val = validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
-									   st.s.val_rows, task_val);
+			ntask_val += validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
+										st.s.val_rows, task_val + ntask_val, averaged);
 			if (averaged)
 				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
 			log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
@@ -970,7 +991,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
 	appendStringInfo(result, ", \"ema_decay\": %g", (double) mc->ema_decay);
 	if (!terminated)
-		append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
+		append_serving(result, job->model_id, tasks, ntasks, st.task_weights, mc->ema_decay > 0);
 	appendStringInfoChar(result, '}');
 
 	return final_state;     /* the caller releases res */

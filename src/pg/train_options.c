@@ -357,6 +357,16 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 		hw_pg_raise_core_error(&err, "preset");
 	st->mcfg.total_steps = steps;
 	st->mcfg.warmup_steps = Min(st->mcfg.warmup_steps, Max(1, steps / 10));
+	/*
+	 * A parameter average by default: each checkpoint is validated on its
+	 * last parameters and on the average, and each task is served from the
+	 * better (hw_checkpoint_find_task).  The average won on pagila's
+	 * rentals, whose best point is an early one of a noisy run, and lost on
+	 * the shop's orders_30d, still improving at its last step
+	 * (docs/BENCHMARKS.md, sessions 10-11): the choice takes either.  A
+	 * resumed run keeps the decay of its state.
+	 */
+	st->mcfg.ema_decay = 0.99f;
 	st->log_every = 10;
 	st->val_batches = 4;
 	/*

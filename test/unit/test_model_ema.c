@@ -213,6 +213,42 @@ UNIT_TEST(model_ema_swap_reads_the_average)
 	free(colt); free(catt);
 }
 
+/* Dropping the average (serving the last parameters) keeps the parameters
+ * the optimiser trained, also when called while the average is swapped in;
+ * the model is then loaded to predict: no swap, no training. */
+UNIT_TEST(model_ema_drop_keeps_the_last_parameters)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *colt, *catt;
+	HwModel   *m, *twin;
+	float      l_last, l_avg;
+
+	hw_synth_tables(DT, 3, &colt, &catt);
+	m = ema_model(be, colt, catt, 0.9f, &err);
+	twin = ema_model(be, colt, catt, 0.9f, &err);
+	CHECK(m && twin);
+	CHECK_EQ_INT(train(m, 0, 6, &err), HW_OK);
+	CHECK_EQ_INT(train(twin, 0, 6, &err), HW_OK);
+	l_last = eval_loss(m, 100, &err);
+	CHECK_EQ_INT(hw_model_swap_ema(m, &err), HW_OK);
+	l_avg = eval_loss(m, 100, &err);
+	CHECK_MSG(l_avg != l_last, "the average equals the parameters (%.9g): the test cannot tell them apart", l_avg);
+	CHECK_EQ_INT(hw_model_drop_ema(m, &err), HW_OK);          /* while swapped */
+	CHECK(hw_model_ema_adopted(m) && !hw_model_has_ema(m) && !hw_model_ema_swapped(m));
+	CHECK_MSG(flat_eq(m, 0, twin, 0), "dropping the average changed the parameters");
+	CHECK(eval_loss(m, 100, &err) == l_last);
+	CHECK_EQ_INT(hw_model_swap_ema(m, &err), HW_ERR_INVALID);
+	CHECK_EQ_INT(train(m, 6, 7, &err), HW_ERR_INVALID);
+	/* not swapped: the same */
+	CHECK_EQ_INT(hw_model_drop_ema(twin, &err), HW_OK);
+	CHECK(eval_loss(twin, 100, &err) == l_last);
+	hw_model_free(m);
+	hw_model_free(twin);
+	hw_backend_destroy(be);
+	free(colt); free(catt);
+}
+
 /* The average travels in the state (version 6): a resumed model continues
  * it exactly as the straight run does; the same blob passed off as version 5
  * (no ema_decay field) is refused (its size no longer matches); a state
@@ -243,17 +279,26 @@ UNIT_TEST(model_ema_state_round_trip)
 	CHECK_EQ_INT(train(r, 4, 7, &err), HW_OK);
 	CHECK_MSG(flat_eq(a, 0, r, 0) && flat_eq(a, 4, r, 4), "resumed average differs from the straight run");
 	hw_model_free(r);
-	/* loaded to predict: its parameters are the state's average */
-	r = hw_model_state_deserialize_served(blob, len, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "%s", err.msg);
+	/* loaded to predict on the average: its parameters are the state's
+	 * average; on the last weights: the state's parameters; either way
+	 * the average's buffer is gone and training is refused */
+	for (int average = 1; average >= 0; average--)
 	{
 		HwModel *straight = hw_model_state_deserialize(blob, len, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+		HwBatch *b = ema_batch(9);
+		HwStepResult sr;
 
+		r = hw_model_state_deserialize_served(blob, len, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, average, be, &err);
+		CHECK_MSG(r != NULL, "%s", err.msg);
 		CHECK(straight != NULL);
-		CHECK(hw_model_ema_adopted(r) && flat_eq(r, 0, straight, 4) && !flat_eq(r, 0, straight, 0));
+		CHECK(hw_model_ema_adopted(r) && !hw_model_has_ema(r));
+		CHECK_MSG(flat_eq(r, 0, straight, average ? 4 : 0) && !flat_eq(r, 0, straight, average ? 0 : 4),
+				  "served %s weights are not the state's", average ? "average" : "last");
+		CHECK_EQ_INT(hw_model_train_step(r, b, &sr, &err), HW_ERR_INVALID);
+		hw_batch_free(b);
 		hw_model_free(straight);
+		hw_model_free(r);
 	}
-	hw_model_free(r);
 
 	/* version 5 had no ema_decay: the same blob passed off as one */
 	{
