@@ -70,14 +70,14 @@ SELECT j.val_metrics ?& ARRAY['val_loss', 'gift42', 'votes42'] AS job_val_metric
 FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm42';
 
 -- 3. the serving checkpoint of each task is the argmax (auroc) / argmin (mae)
---    of its metric in the run (ties: lower loss, the average, later step), as
+--    of its metric in the run (ties: lower loss, the average, is_best, later step), as
 --    rt_train reports it
 CREATE TEMP VIEW best42 AS
 SELECT DISTINCT ON (t.name) t.name AS task, cm.checkpoint_id, cm.weights, cm.metric, cm.value
 FROM headwater.checkpoint_metric cm JOIN headwater.task t USING (task_id)
 JOIN headwater.checkpoint c USING (checkpoint_id)
 WHERE t.name IN ('gift42', 'votes42') AND cm.value IS NOT NULL
-ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, cm.loss, cm.weights, c.step DESC;
+ORDER BY t.name, CASE WHEN cm.metric = 'auroc' THEN cm.value ELSE -cm.value END DESC, cm.loss, cm.weights, c.is_best DESC, c.step DESC;
 SELECT b.task, b.metric,
        (r42.r -> 'serving' -> b.task ->> 'checkpoint_id')::bigint = b.checkpoint_id AS reported_is_best,
        (r42.r -> 'serving' -> b.task ->> 'weights') = b.weights AS reported_weights,

@@ -75,7 +75,7 @@ CREATE INDEX checkpoint_model_idx ON headwater.checkpoint (model_id, step);
 CREATE TABLE headwater.checkpoint_metric (
     checkpoint_id bigint NOT NULL REFERENCES headwater.checkpoint ON DELETE CASCADE,
     task_id       int NOT NULL REFERENCES headwater.task ON DELETE CASCADE,
-    weights       text NOT NULL DEFAULT 'last' CHECK (weights IN ('last', 'average')),
+    weights       text NOT NULL CHECK (weights IN ('last', 'average')),  -- no default: every row says
     metric        text NOT NULL,          -- auroc | accuracy | mae | mae_days
     value         float8,                 -- NULL when undefined (e.g. one class only)
     loss          float8,                 -- the task's mean val loss on the same rows

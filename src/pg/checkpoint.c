@@ -185,11 +185,11 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	/* A task's validation rows order its candidates: the best of its own
 	 * val metric (higher auroc/accuracy, lower mae; ties: the task's lower
 	 * val loss, then the average before the last parameters), then the best
-	 * by mixed val loss, then the latest.  With no row (no task, or a
-	 * checkpoint not validated) weights is NULL: the average when kept. */
+	 * by mixed val loss (is_best), then the latest.  With no row (no task,
+	 * or a checkpoint not validated) weights is NULL: the average when kept. */
 #define TASK_ORDER "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value " \
 				   "              ELSE -cm.value END DESC NULLS LAST, " \
-				   "  cm.loss ASC NULLS LAST, cm.weights ASC NULLS LAST, " \
+				   "  cm.loss ASC NULLS LAST, (cm.weights = 'average') DESC NULLS LAST, " \
 				   "  c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1"
 	if (checkpoint_id >= 0)
 		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "

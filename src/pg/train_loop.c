@@ -377,14 +377,27 @@ report_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const Hw
 		return;
 	initStringInfo(&msg);
 	appendStringInfo(&msg, "validation at step %d:", step);
-	for (int i = 0; i < nvm; i++)
+	/* one entry per task: the last parameters', and the average's beside
+	 * it (the status line is bounded: HwJobShared.message) */
+	for (int i = 0, first = 1; i < nvm; i++)
 	{
 		const char *name = "?";
+		const HwTaskValMetric *avg = NULL;
+
+		if (vm[i].average)
+			continue;
 		for (int t = 0; t < ntasks; t++)
 			if (tasks[t]->task_id == vm[i].task_id)
 				name = tasks[t]->name;
-		appendStringInfo(&msg, "%s %s%s %s %.4g (loss %.4g, %d rows)", i ? "," : "", name,
-						 vm[i].average ? " (average)" : "", vm[i].metric, vm[i].value, vm[i].loss, vm[i].n_rows);
+		for (int j = 0; j < nvm; j++)
+			if (vm[j].average && vm[j].task_id == vm[i].task_id)
+				avg = &vm[j];
+		appendStringInfo(&msg, "%s %s %s %.4g (loss %.4g", first ? "" : ",", name, vm[i].metric, vm[i].value,
+						 vm[i].loss);
+		if (avg)
+			appendStringInfo(&msg, "; average %.4g, loss %.4g", avg->value, avg->loss);
+		appendStringInfo(&msg, "; %d rows)", vm[i].n_rows);
+		first = 0;
 	}
 	SpinLockAcquire(&job->mutex);
 	strlcpy(job->message, msg.data, sizeof(job->message));
@@ -492,8 +505,7 @@ release_resources(TrainResources *r)
  * one).  Worker, outside a transaction.
  */
 static void
-append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights,
-			   bool has_average)
+append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights)
 {
 	HwAsOwner   as_owner;
 	bool        first = true;
@@ -509,8 +521,8 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 
 		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, &info))
 			continue;
-		/* what its predictions read: the average only where one was kept */
-		const char *served = info.average && has_average ? "average" : "last";
+		/* what its predictions read (info.average: only where the run kept one) */
+		const char *served = info.average ? "average" : "last";
 		Oid     argtypes[3] = {INT8OID, INT4OID, TEXTOID};
 		Datum   values[3] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id),
 							 CStringGetTextDatum(served)};
@@ -991,7 +1003,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
 	appendStringInfo(result, ", \"ema_decay\": %g", (double) mc->ema_decay);
 	if (!terminated)
-		append_serving(result, job->model_id, tasks, ntasks, st.task_weights, mc->ema_decay > 0);
+		append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
 	appendStringInfoChar(result, '}');
 
 	return final_state;     /* the caller releases res */
