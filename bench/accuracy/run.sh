@@ -13,7 +13,10 @@
 #   (a safety cap per run, default none; a run it stops says stopped_on
 #   max_minutes), ACC_OPTIONS (more rt_train options, JSON members without
 #   braces, e.g. '"val_rows": 5000', for experiments; the label says so),
-#   ACC_OUT (results folder), HW_BENCH_PORT (54338).
+#   ACC_OUT (results folder), HW_BENCH_PORT (54338), ACC_TRAJECTORY (1:
+#   after each run, every candidate (checkpoint, weights) with its val and
+#   test metric and the one served, trajectory.sql; costs a forward pass
+#   over the test rows per candidate, changes no figure).
 #
 # Tasks (rows in acc.rows of each database; *_rows.sql say why):
 #   pagila  heavy_21d (boolean), rentals_21d (numerical): customer x 4 cutoffs,
@@ -110,6 +113,9 @@ for seed in $seeds; do
 			FROM rt_tasks('acc_$db') k, LATERAL rt_evaluate(k.task) e
 			WHERE e.metric IN ('auroc', 'mae')" >> "$res"
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"
+		if [ -n "${ACC_TRAJECTORY:-}" ]; then
+			q "acc_$db" -v model="acc_$db" -f "$here/trajectory.sql" | tee "$out/trajectory_${db}_$seed.txt"
+		fi
 		q "acc_$db" -o /dev/null -c "SELECT rt_drop_model('acc_$db')"
 	done
 done
