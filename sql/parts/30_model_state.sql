@@ -38,4 +38,4 @@ RETURNS TABLE (name text, shape int[], numel bigint, optimizer text, weight_deca
                rms float8, data bytea)
 AS 'MODULE_PATHNAME', 'rt_model_params' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_model_params(text, bigint) IS
-'the parameters of the model serving task (best checkpoint unless given): name, shape, optimiser, RMS and the raw little-endian float32 data';
+'the parameters serving task (its best checkpoint unless given; the last parameters or their average, as its validation chose): name, shape, optimiser, RMS and the raw little-endian float32 data';
