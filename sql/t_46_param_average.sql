@@ -98,18 +98,20 @@ SELECT * FROM t46.val_equals_evaluate();
 --    parameters predict exactly what the plain run predicts (its best
 --    checkpoint is the same step: the same validation figures), the
 --    average something else, and rt_evaluate follows the choice
+--    (t46.force(w): the other weights' recorded metric made 1000 worse,
+--    from the session's copy saved_metric; in schema t46: part 6 reconnects)
 CREATE TEMP TABLE saved_metric AS SELECT * FROM headwater.checkpoint_metric;
-CREATE FUNCTION pg_temp.force(w text) RETURNS void LANGUAGE sql AS $$
+CREATE FUNCTION t46.force(w text) RETURNS void LANGUAGE sql AS $$
 	UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = w THEN 0 ELSE 1000 END
 	FROM saved_metric s
 	WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights
 $$;
-SELECT pg_temp.force('last');
+SELECT t46.force('last');
 SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id) IS DISTINCT FROM plain) AS differ_from_plain,
        count(*) AS rows
 FROM p46;
 SELECT * FROM t46.val_equals_evaluate();
-SELECT pg_temp.force('average');
+SELECT t46.force('average');
 SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id) IS DISTINCT FROM plain) > 0 AS average_served,
        count(*) AS rows
 FROM p46;
@@ -137,13 +139,9 @@ FROM p46;
 SET headwater.serving_shared_cache = off;
 SELECT * FROM t46.val_equals_evaluate();
 CREATE TEMP TABLE saved_metric AS SELECT * FROM headwater.checkpoint_metric;
-UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = 'average' THEN 0 ELSE 1000 END
-FROM saved_metric s
-WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
+SELECT t46.force('average');
 SELECT * FROM t46.val_equals_evaluate();
-UPDATE headwater.checkpoint_metric cm SET value = s.value + CASE WHEN cm.weights = 'last' THEN 0 ELSE 1000 END
-FROM saved_metric s
-WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
+SELECT t46.force('last');
 SELECT * FROM t46.val_equals_evaluate();
 RESET headwater.serving_shared_cache;
 
