@@ -114,7 +114,7 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 			Datum   mvalues[7] = {Int64GetDatum(ckpt_id), Int32GetDatum(metrics[i].task_id),
 								  CStringGetTextDatum(metrics[i].metric), Float8GetDatum(metrics[i].value),
 								  Float8GetDatum(metrics[i].loss), Int32GetDatum(metrics[i].n_rows),
-								  CStringGetTextDatum(metrics[i].average ? "average" : "last")};
+								  CStringGetTextDatum(hw_weights_name(metrics[i].average))};
 			char    mnulls[7] = {' ', ' ', ' ', isfinite(metrics[i].value) ? ' ' : 'n',
 								 isfinite(metrics[i].loss) ? ' ' : 'n', ' ', ' '};
 

@@ -57,6 +57,13 @@ typedef struct HwTaskValMetric
 	bool        average;        /* measured on the parameter average, else the last parameters */
 } HwTaskValMetric;
 
+/* The weights' name in headwater.checkpoint_metric, the logs and rt_train's result. */
+static inline const char *
+hw_weights_name(bool average)
+{
+	return average ? "average" : "last";
+}
+
 /* Whether a higher value of the metric is better (auroc, accuracy). */
 bool   hw_val_metric_higher_better(const char *metric);
 

@@ -347,7 +347,7 @@ log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTas
 		Datum   values[9] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
 							 CStringGetTextDatum(name), Float8GetDatum(vm[i].loss),
 							 CStringGetTextDatum(vm[i].metric), Float8GetDatum(vm[i].value),
-							 Int32GetDatum(vm[i].n_rows), CStringGetTextDatum(vm[i].average ? "average" : "last")};
+							 Int32GetDatum(vm[i].n_rows), CStringGetTextDatum(hw_weights_name(vm[i].average))};
 		char    nulls[9] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
 							isfinite(vm[i].value) ? ' ' : 'n', ' ', ' '};
 
@@ -522,7 +522,7 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, &info))
 			continue;
 		/* what its predictions read (info.average: only where the run kept one) */
-		const char *served = info.average ? "average" : "last";
+		const char *served = hw_weights_name(info.average);
 		Oid     argtypes[3] = {INT8OID, INT4OID, TEXTOID};
 		Datum   values[3] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id),
 							 CStringGetTextDatum(served)};
