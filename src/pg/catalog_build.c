@@ -51,7 +51,7 @@
 									/* ... and at most half as many as non-NULL rows is categorical */
 #define CODE_MAX_DISTINCT 32		/* an integer with a code-like name and at most this many distinct values ... */
 									/* ... and at most half as many as non-NULL rows is categorical */
-#define HANDLE_MIN_DISTINCT_PCT 95	/* one-word text with at least this % of distinct values among more than
+#define HANDLE_MIN_DISTINCT_PCT 99	/* one-word text with at least this % of distinct values among more than
 									 * CAT_MAX_DISTINCT non-NULL ones is a handle (ignored) */
 #define INFER_TEXT_LIKE   (-1)		/* inferred: categorical or text, decided after the scan */
 #define INFER_INT_CODE    (-2)		/* inferred: categorical, or numerical/identifier, decided after the scan */
