@@ -125,38 +125,6 @@ WHERE (table_name, column_name) IN (('customers', 'birth_date'), ('readings', 'f
 ORDER BY table_name, column_name;
 SELECT rt_drop_model('t14_opt');
 
--- handles: text of more than 100 non-NULL values, >= 99% of them distinct,
--- each one word (no white space), is ignored; prose, repeated words, small
--- tables and a tab inside a value keep their text type; an override wins
-CREATE SCHEMA t14h;
-CREATE TABLE t14h.accounts (
-	account_id int PRIMARY KEY,
-	email      text,             -- one word per row (10% NULL): a handle
-	full_name  text,             -- distinct but two words: text
-	nick       text,             -- one word, 145 distinct in 150: text
-	tabbed     text,             -- distinct, a tab inside: text
-	tier       text              -- 3 values: categorical
-);
-CREATE TABLE t14h.lookup (lookup_id int PRIMARY KEY, code text);  -- 100 distinct words: text
-INSERT INTO t14h.accounts
-SELECT i, CASE WHEN i % 10 <> 0 THEN 'user' || i || '@example.com' END, 'Name ' || i,
-       'n' || (i % 145), 'a' || i || E'\tb', 't' || (i % 3)
-FROM generate_series(1, 150) i;
-INSERT INTO t14h.lookup SELECT i, 'c' || i FROM generate_series(1, 100) i;
-SET client_min_messages = warning;
-SELECT rt_create_model('t14h', 't14h') IS NOT NULL AS created;
-RESET client_min_messages;
-SELECT table_name, column_name, semantic_type, stats, inference FROM rt_describe('t14h')
-WHERE column_name NOT LIKE '%\_id' ORDER BY table_name, column_name;
-SET client_min_messages = warning;
-SELECT rt_set_column_type('t14h', 'accounts', 'email', 'text') IS NOT NULL AS set;
-RESET client_min_messages;
-SELECT column_name, semantic_type, inference FROM rt_describe('t14h') WHERE column_name = 'email';
-SELECT rt_drop_model('t14h');
-SET client_min_messages = warning;
-DROP SCHEMA t14h CASCADE;
-RESET client_min_messages;
-
 RESET search_path;
 SELECT rt_drop_model('t14');
 SET client_min_messages = warning;

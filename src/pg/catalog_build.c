@@ -51,8 +51,6 @@
 									/* ... and at most half as many as non-NULL rows is categorical */
 #define CODE_MAX_DISTINCT 32		/* an integer with a code-like name and at most this many distinct values ... */
 									/* ... and at most half as many as non-NULL rows is categorical */
-#define HANDLE_MIN_DISTINCT_PCT 99	/* one-word text with at least this % of distinct values among more than
-									 * CAT_MAX_DISTINCT non-NULL ones is a handle (ignored) */
 #define INFER_TEXT_LIKE   (-1)		/* inferred: categorical or text, decided after the scan */
 #define INFER_INT_CODE    (-2)		/* inferred: categorical, or numerical/identifier, decided after the scan */
 #define EMBED_FN_BATCH    256		/* texts per call of a user embedding function */
@@ -1224,53 +1222,19 @@ cmp_str_ids(const void *a, const void *b)
 	return strcmp(cmp_arena + cmp_off[*(const uint32 *) a], cmp_arena + cmp_off[*(const uint32 *) b]);
 }
 
-/* true when no value of the column's distinct texts contains white space:
- * each is one word (an e-mail address, a user name, a code) */
-static bool
-texts_are_single_words(const HwStrMap *map)
-{
-	for (uint32 id = 0; id < map->n; id++)
-	{
-		size_t len;
-		const char *s = hw_strmap_get(map, id, &len);
-
-		for (size_t i = 0; i < len; i++)
-			if (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))
-				return false;
-	}
-	return true;
-}
-
-/* text-like column: categorical when few distinct values relative to rows;
- * ignored when it is a handle (more than CAT_MAX_DISTINCT non-NULL values,
- * at least HANDLE_MIN_DISTINCT_PCT % of them distinct, each one word): such
- * a value names its row rather than describing it, and its embedding is a
- * fingerprint a model learns the training rows by heart from (the shop's
- * 'user123@example.com': docs/BENCHMARKS.md, *Handles*); else text (ignored
- * with embed_text false) */
+/* text-like column: categorical when few distinct values relative to rows,
+ * else text (ignored with embed_text false) */
 static void
 settle_text_like(Build *b, ColB *col)
 {
 	bool counted = col->kind == K_TEXT && col->map != NULL;
 	uint32 nd = counted ? col->map->n : 0;
-	bool handle = false;
 
 	if (counted && col->nonnull > 0 && nd <= CAT_MAX_DISTINCT && 2 * (int64) nd <= col->nonnull)
 	{
 		col->inferred = HW_ST_CATEGORICAL;
 		col->why = psprintf("categorical: text with %u distinct value%s in " INT64_FORMAT " non-NULL rows (<= %d, <= half)",
 							nd, nd == 1 ? "" : "s", col->nonnull, CAT_MAX_DISTINCT);
-	}
-	else if (counted && col->nonnull > CAT_MAX_DISTINCT &&
-			 100 * (int64) nd >= HANDLE_MIN_DISTINCT_PCT * col->nonnull &&
-			 texts_are_single_words(col->map))
-	{
-		handle = true;
-		col->inferred = HW_ST_IGNORED;
-		col->why = psprintf("ignored: a handle: %u distinct values in " INT64_FORMAT " non-NULL rows (>= %d%%), each one word "
-							"(like an e-mail address, a user name or a code): it names its row rather than describing it, "
-							"and a model learns rows by heart from it; give the column type text to keep it",
-							nd, col->nonnull, HANDLE_MIN_DISTINCT_PCT);
 	}
 	else
 	{
@@ -1289,7 +1253,7 @@ settle_text_like(Build *b, ColB *col)
 	col->stype = col->inferred;
 	if (col->stype == HW_ST_IGNORED)
 	{
-		col->ignore_reason = handle ? "a handle (distinct one-word values)" : "embed_text is false";
+		col->ignore_reason = "embed_text is false";
 		hw_strmap_free(col->map);
 		col->map = NULL;
 		free(col->u32);
