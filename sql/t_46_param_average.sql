@@ -11,7 +11,10 @@
 -- the recorded val metric of the served weights (every val row) equals
 -- rt_evaluate on the val split at that checkpoint, through the shared model
 -- cache and without it.  The decay is kept in the checkpoint's config and
--- survives a resume.
+-- survives a resume.  The weights argument of rt_predict* and rt_evaluate
+-- names the weights: each one's recorded val metric is rt_evaluate's with
+-- it, 'last' predicts what the plain run predicts, an average the run did
+-- not keep or an unknown name is an error.
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -64,6 +67,11 @@ SELECT * FROM t46.val_equals_evaluate();
 CREATE TEMP TABLE plain_val AS SELECT * FROM t46.val_rows();
 CREATE TEMP TABLE p46 AS
 SELECT review_id, rt_predict('votes46', review_id) AS plain FROM (SELECT review_id FROM t46.reviews ORDER BY 1 LIMIT 20) r;
+-- a run without an average has none to name; 'last' is what it serves
+SELECT e.code, regexp_replace(e.message, 'checkpoint \d+', 'checkpoint N') AS message, e.hint
+FROM pg_temp.err('SELECT * FROM rt_evaluate(''votes46'', ''val'', NULL, ''average'')') e;
+SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id, weights => 'last') IS DISTINCT FROM plain) AS differ
+FROM p46;
 SET client_min_messages = warning;
 SELECT rt_drop_model('m46');
 
@@ -119,6 +127,38 @@ SELECT * FROM t46.val_equals_evaluate();
 -- and back to what validation measured
 UPDATE headwater.checkpoint_metric cm SET value = s.value FROM saved_metric s
 WHERE s.checkpoint_id = cm.checkpoint_id AND s.task_id = cm.task_id AND s.weights = cm.weights;
+
+-- 4b. the weights argument names the weights, whatever is served: every
+--     (checkpoint, weights)'s recorded val MAE is rt_evaluate's with it;
+--     'last' (its best checkpoint) predicts what the plain run predicts,
+--     'average' other values; every prediction function takes it
+SELECT c.step, cm.weights, abs(cm.value - e.model) < 1e-5 * greatest(1, abs(e.model)) AS same_mae
+FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+JOIN headwater.checkpoint_metric cm USING (checkpoint_id),
+LATERAL rt_evaluate('votes46', 'val', c.checkpoint_id, cm.weights) e
+WHERE m.name = 'm46' AND c.step <= 20 AND e.metric = 'mae' ORDER BY 1, 2;
+SELECT count(*) FILTER (WHERE rt_predict('votes46', review_id, weights => 'last') IS DISTINCT FROM plain) AS last_differ,
+       count(*) FILTER (WHERE rt_predict('votes46', review_id, weights => 'average') IS DISTINCT FROM plain) > 0 AS average_differs
+FROM p46;
+CREATE TEMP TABLE into46 (row_id text, prediction float8);
+SET client_min_messages = warning;
+SELECT rt_predict_into('votes46', 'SELECT review_id FROM t46.reviews ORDER BY 1 LIMIT 20', 'into46',
+                       weights => 'average') AS written;
+RESET client_min_messages;
+SELECT count(*) FILTER (WHERE b.prediction IS DISTINCT FROM rt_predict('votes46', p.review_id, weights => 'average')
+                          OR t.prediction IS DISTINCT FROM b.prediction
+                          OR i.prediction IS DISTINCT FROM b.prediction
+                          OR rt_predict_proba('votes46', p.review_id, weights => 'average') ->> 'value' IS NULL
+                          OR rt_predict_label('votes46', p.review_id, weights => 'average') IS NULL) AS disagree,
+       count(*) AS rows
+FROM p46 p
+JOIN rt_predict_batch('votes46', (SELECT array_agg(review_id ORDER BY review_id) FROM p46), weights => 'average') b
+  ON b.row_id = p.review_id::text
+JOIN rt_predict_table('votes46', 'SELECT review_id FROM t46.reviews ORDER BY 1 LIMIT 20', weights => 'average') t
+  ON t.row_id = p.review_id::text
+JOIN into46 i ON i.row_id = p.review_id::text;
+SELECT e.* FROM pg_temp.err('SELECT rt_predict(''votes46'', 1, weights => ''mean'')') e;
+SELECT e.* FROM pg_temp.err('SELECT * FROM rt_evaluate(''votes46'', ''val'', NULL, '''')') e;
 
 -- 5. a resume keeps the run's decay (from its state) and goes on
 SET client_min_messages = warning;

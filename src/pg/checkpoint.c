@@ -171,14 +171,16 @@ hw_val_metric_higher_better(const char *metric)
 bool
 hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo *info)
 {
-	return hw_checkpoint_find_task(model_id, 0, checkpoint_id, info);
+	return hw_checkpoint_find_task(model_id, 0, checkpoint_id, HW_WEIGHTS_BEST, info);
 }
 
 bool
-hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCheckpointInfo *info)
+hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWeightsChoice weights,
+						HwCheckpointInfo *info)
 {
-	Oid     argtypes[3] = {INT4OID, INT8OID, INT4OID};
-	Datum   values[3] = {Int32GetDatum(model_id), Int64GetDatum(checkpoint_id), Int32GetDatum(task_id)};
+	Oid     argtypes[4] = {INT4OID, INT8OID, INT4OID, TEXTOID};
+	Datum   values[4] = {Int32GetDatum(model_id), Int64GetDatum(checkpoint_id), Int32GetDatum(task_id),
+						 CStringGetTextDatum(weights == HW_WEIGHTS_BEST ? "" : hw_weights_name(weights == HW_WEIGHTS_AVERAGE))};
 	bool    isnull;
 	const char *sql;
 
@@ -186,7 +188,8 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	 * val metric (higher auroc/accuracy, lower mae; ties: the task's lower
 	 * val loss, then the average before the last parameters), then the best
 	 * by mixed val loss (is_best), then the latest.  With no row (no task,
-	 * or a checkpoint not validated) weights is NULL: the average when kept. */
+	 * or a checkpoint not validated) weights is NULL: the average when kept.
+	 * Named weights ($4) take only their own rows. */
 #define TASK_ORDER "ORDER BY CASE WHEN cm.metric IN ('auroc', 'accuracy') THEN cm.value " \
 				   "              ELSE -cm.value END DESC NULLS LAST, " \
 				   "  cm.loss ASC NULLS LAST, (cm.weights = 'average') DESC NULLS LAST, " \
@@ -194,13 +197,13 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	if (checkpoint_id >= 0)
 		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
-			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
+			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 AND ($4 = '' OR cm.weights = $4) "
 			  "WHERE c.model_id = $1 AND c.checkpoint_id = $2 " TASK_ORDER;
 	else if (checkpoint_id == -1)
 		/* serving: the newest run with a checkpoint; in it, as above */
 		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
-			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 "
+			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 AND ($4 = '' OR cm.weights = $4) "
 			  "WHERE c.model_id = $1 AND $2 = $2 AND c.lineage = "
 			  "  (SELECT max(lineage) FROM headwater.checkpoint WHERE model_id = $1) " TASK_ORDER;
 	else
@@ -208,12 +211,12 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 		 * training (a restart with no checkpoint yet leaves nothing to resume) */
 		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage, NULL::text "
 			  "FROM headwater.checkpoint "
-			  "WHERE model_id = $1 AND $2 = $2 AND $3 = $3 AND lineage = "
+			  "WHERE model_id = $1 AND $2 = $2 AND $3 = $3 AND $4 = $4 AND lineage = "
 			  "  (SELECT lineage FROM headwater.job WHERE model_id = $1 AND lineage IS NOT NULL "
 			  "   ORDER BY job_id DESC LIMIT 1) "
 			  "ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
 #undef TASK_ORDER
-	if (SPI_execute_with_args(sql, 3, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(sql, 4, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.checkpoint");
 	if (SPI_processed != 1)
 		return false;
@@ -257,7 +260,10 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCh
 	{
 		char *ed = json_text(config, "ema_decay");
 
-		if (ed == NULL || !(strtod(ed, NULL) > 0))
+		info->has_average = ed != NULL && strtod(ed, NULL) > 0;
+		if (weights != HW_WEIGHTS_BEST)
+			info->average = weights == HW_WEIGHTS_AVERAGE;
+		if (!info->has_average)
 			info->average = false;
 	}
 

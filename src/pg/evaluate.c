@@ -62,7 +62,7 @@ rt_evaluate(PG_FUNCTION_ARGS)
 				 errhint("Checkpoint ids are positive (headwater.checkpoint); NULL evaluates the best checkpoint.")));
 	InitMaterializedSRF(fcinfo, 0);
 
-	HwServing *s = hw_serving_get(task_ref, checkpoint, &t);
+	HwServing *s = hw_serving_get(task_ref, checkpoint, hw_weights_arg(fcinfo, 3, task_ref), &t);
 	const HwTask *task = s->tasks[t];
 	uint32  n;
 	const uint32_t *idx = hw_sampler_shard(s->sampler, t, split, &n);

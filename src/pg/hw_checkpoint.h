@@ -44,7 +44,17 @@ typedef struct HwCheckpointInfo
 	 * has no validation row (a state without an average serves its
 	 * parameters either way); the last parameters when theirs was */
 	bool    average;
+	bool    has_average;        /* the run kept a parameter average (ema_decay > 0) */
 } HwCheckpointInfo;
+
+/* Which weights a caller asks for: the task's choice (its best validation),
+ * or those named (rt_predict*'s and rt_evaluate's weights argument). */
+typedef enum HwWeightsChoice
+{
+	HW_WEIGHTS_BEST = -1,
+	HW_WEIGHTS_LAST = 0,
+	HW_WEIGHTS_AVERAGE = 1
+} HwWeightsChoice;
 
 /* One task's validation at a checkpoint (a headwater.checkpoint_metric row). */
 typedef struct HwTaskValMetric
@@ -85,8 +95,11 @@ bool   hw_checkpoint_find(int32 model_id, int64 checkpoint_id, HwCheckpointInfo 
  * run with the task's best val metric (headwater.checkpoint_metric), else
  * as hw_checkpoint_find; info->average says which of its weights had it
  * (at a given checkpoint_id too).  task_id 0: no task (hw_checkpoint_find;
- * average true). */
-bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwCheckpointInfo *info);
+ * average true).  weights HW_WEIGHTS_LAST/AVERAGE: only those weights'
+ * metric rows rank the checkpoints, and info->average is what was asked
+ * (the caller checks info->has_average). */
+bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWeightsChoice weights,
+							   HwCheckpointInfo *info);
 
 /* Caller in SPI (as owner): the serialized training state, allocated in the
  * caller's context (SPI_palloc), so it survives SPI_finish. */

@@ -5,7 +5,10 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 #include "backend.h"
+#include "hw_checkpoint.h"
 #include "hw_pg_task.h"
 #include "model.h"
 #include "sampler.h"
@@ -92,12 +95,19 @@ const char *hw_serving_category_label(const HwServing *s, int t, int32 k);
 
 /* The cached model serving task `task_ref` (a task name, not NULL) at
  * checkpoint_id (-1: the task's best checkpoint, hw_checkpoint_find_task; >= 0: that
- * checkpoint, which must belong to the task's model); *task_index is the
+ * checkpoint, which must belong to the task's model) with weights (the
+ * task's choice, or those named: ERROR for an average its run did not keep);
+ * *task_index is the
  * task's index in the entry.  The entry stays valid until
  * CurrentMemoryContext is reset or deleted (also on ERROR).  ERROR with a
  * SQLSTATE and a hint for an unknown task, a task whose table or column
  * vanished, an untrained model, a checkpoint that is not the model's, or a
  * damaged checkpoint.  Must not be called inside SPI. */
-HwServing *hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index);
+HwServing *hw_serving_get(const char *task_ref, int64 checkpoint_id, HwWeightsChoice weights, int *task_index);
+
+/* The optional weights argument number argno of a prediction or evaluation
+ * function: NULL or absent -> HW_WEIGHTS_BEST, 'last', 'average'; ERROR
+ * (22023) naming the task for anything else. */
+HwWeightsChoice hw_weights_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref);
 
 #endif

@@ -94,7 +94,7 @@ rt_debug_tape(PG_FUNCTION_ARGS)
 	char      *task = task_arg_owned(fcinfo, "run the tape of");
 	int64      ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int        ti;
-	HwServing *s = hw_serving_get(task, ckpt, &ti);
+	HwServing *s = hw_serving_get(task, ckpt, HW_WEIGHTS_BEST, &ti);
 	HwBatch   *b = NULL;
 	HwError    err = {0};
 	float      loss;
@@ -159,7 +159,7 @@ rt_model_params(PG_FUNCTION_ARGS)
 	char          *task = task_arg_owned(fcinfo, "read the parameters of");
 	int64          ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int            ti;
-	HwServing     *s = hw_serving_get(task, ckpt, &ti);
+	HwServing     *s = hw_serving_get(task, ckpt, HW_WEIGHTS_BEST, &ti);
 	HwError        err = {0};
 
 	InitMaterializedSRF(fcinfo, 0);

@@ -448,7 +448,7 @@ predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
 				 errhint("Pass the primary key of the row to predict (ROW(...) or ARRAY[...] for a composite key); "
 						 "a NULL key names no row.")));
 	int64_t obs = obs_time_arg(fcinfo, 2, task_ref);
-	HwServing *s = hw_serving_get(task_ref, checkpoint_arg(fcinfo, 3, task_ref), &t);
+	HwServing *s = hw_serving_get(task_ref, checkpoint_arg(fcinfo, 3, task_ref), hw_weights_arg(fcinfo, 5, task_ref), &t);
 	uint32  row = anchor_row_of(s, t, task_ref, "row_id", PG_GETARG_DATUM(1),
 								get_fn_expr_argtype(fcinfo->flinfo, 1));
 
@@ -604,9 +604,10 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 							errhint("Remove NULL ids from the array; a NULL key names no row.")));
 
 	int64     ckpt = checkpoint_arg(fcinfo, 3, task_ref);
+	HwWeightsChoice weights = hw_weights_arg(fcinfo, 4, task_ref);
 
 	InitMaterializedSRF(fcinfo, 0);
-	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
+	HwServing *s = hw_serving_get(task_ref, ckpt, weights, &t);
 
 	uint32_t *rows = palloc(sizeof(uint32_t) * Max(1, n));
 	int64_t  *obs = palloc(sizeof(int64_t) * Max(1, n));
@@ -871,13 +872,14 @@ rt_predict_table(PG_FUNCTION_ARGS)
 	char   *task_ref = task_arg(fcinfo);
 	char   *query = query_arg(fcinfo, 1, task_ref);
 	int64   ckpt = checkpoint_arg(fcinfo, 2, task_ref);
+	HwWeightsChoice weights = hw_weights_arg(fcinfo, 3, task_ref);
 	int     t;
 	TableOut to;
 
 	InitMaterializedSRF(fcinfo, 0);
 	to.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	/* the model first (checks the predict right; not inside SPI) */
-	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
+	HwServing *s = hw_serving_get(task_ref, ckpt, weights, &t);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -958,6 +960,7 @@ rt_predict_into(PG_FUNCTION_ARGS)
 	Oid     relid;
 	int     batch_rows = batch_rows_arg(fcinfo, 3, task_ref);
 	int64   ckpt = checkpoint_arg(fcinfo, 4, task_ref);
+	HwWeightsChoice weights = hw_weights_arg(fcinfo, 5, task_ref);
 	int     t;
 	IntoOut io = {0};
 	StringInfoData sql;
@@ -981,7 +984,7 @@ rt_predict_into(PG_FUNCTION_ARGS)
 	io.target = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), relname);
 	io.task = task_ref;
 	/* the model first: checks the predict right (not inside SPI) */
-	HwServing *s = hw_serving_get(task_ref, ckpt, &t);
+	HwServing *s = hw_serving_get(task_ref, ckpt, weights, &t);
 
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
 		ereport(ERROR,

@@ -336,7 +336,7 @@ rt_debug_predict_batch(PG_FUNCTION_ARGS)
 					 errmsg("checkpoint %lld for task \"%s\" is not a checkpoint id", (long long) ckpt, task),
 					 errhint("Checkpoint ids are positive; NULL uses the task's best checkpoint.")));
 	}
-	HwServing *s = hw_serving_get(task, ckpt, &t);
+	HwServing *s = hw_serving_get(task, ckpt, HW_WEIGHTS_BEST, &t);
 	uint32  row = hw_predict_anchor_row(s, t, task, PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1));
 	HwContextLabel *ctx = NULL;
 	uint32  nctx = 0;

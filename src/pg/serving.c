@@ -332,7 +332,7 @@ served_checkpoints(int32 model_id, HwServedAt also, int *n)
 	{
 		HwCheckpointInfo ci = {0};
 
-		if (hw_checkpoint_find_task(model_id, task_ids[i], -1, &ci))
+		if (hw_checkpoint_find_task(model_id, task_ids[i], -1, HW_WEIGHTS_BEST, &ci))
 			keep[(*n)++] = (HwServedAt) {ci.checkpoint_id, ci.average};
 	}
 	pfree(task_ids);
@@ -538,7 +538,7 @@ serving_drop_stale(int32 model_id, const char *key)
 }
 
 HwServing *
-hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
+hw_serving_get(const char *task_ref, int64 checkpoint_id, HwWeightsChoice weights, int *task_index)
 {
 	HwAsOwner   as_owner;
 	int32       model_id;
@@ -566,7 +566,7 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	key = model_state_key(model_id, &model_name);
-	if (!hw_checkpoint_find_task(model_id, task_id, checkpoint_id, &info))
+	if (!hw_checkpoint_find_task(model_id, task_id, checkpoint_id, weights, &info))
 	{
 		if (checkpoint_id >= 0)
 			checkpoint_not_found(checkpoint_id, task_ref, model_name);
@@ -575,6 +575,13 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 				 errmsg("the model of task \"%s\" has not been trained yet", task_ref),
 				 errhint("Train it with rt_train(model, steps => ...).")));
 	}
+	if (weights == HW_WEIGHTS_AVERAGE && !info.has_average)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("checkpoint %lld of task \"%s\" has no parameter average",
+						(long long) info.checkpoint_id, task_ref),
+				 errhint("Its run was trained with ema_decay 0; pass weights => 'last' or NULL, "
+						 "or train with options => '{\"ema_decay\": 0.99}'.")));
 
 	serving_drop_stale(model_id, key);
 	for (int i = 0; i < HW_SERVING_CACHE_SIZE; i++)
@@ -615,6 +622,26 @@ hw_serving_get(const char *task_ref, int64 checkpoint_id, int *task_index)
 	cb->arg = s;
 	MemoryContextRegisterResetCallback(caller_cxt, cb);
 	return s;
+}
+
+HwWeightsChoice
+hw_weights_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
+{
+	char   *w;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return HW_WEIGHTS_BEST;
+	w = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(w, "last") == 0)
+		return HW_WEIGHTS_LAST;
+	if (strcmp(w, "average") == 0)
+		return HW_WEIGHTS_AVERAGE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown weights \"%s\" for task \"%s\"", w, task_ref),
+			 errhint("Use 'last' (the checkpoint's parameters), 'average' (their running average) "
+					 "or NULL (the weights with the task's better validation).")));
+	return HW_WEIGHTS_BEST;		/* not reached */
 }
 
 void

@@ -519,7 +519,7 @@ append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, co
 	{
 		HwCheckpointInfo info = {0};
 
-		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, &info))
+		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, HW_WEIGHTS_BEST, &info))
 			continue;
 		/* what its predictions read (info.average: only where the run kept one) */
 		const char *served = hw_weights_name(info.average);
