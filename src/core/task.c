@@ -186,8 +186,8 @@ hw_split_of(const HwTask *t, uint64_t anchor_key)
 	return HW_SPLIT_TEST;
 }
 
-int
-hw_task_assign_splits(HwTask *t, HwError *err)
+static int
+assign_splits(HwTask *t, HwError *err)
 {
 	if (t->split_method == HW_SPLIT_BY_COLUMN || t->split_method == HW_SPLIT_BY_TIME)
 	{
@@ -240,6 +240,47 @@ hw_task_assign_splits(HwTask *t, HwError *err)
 		t->split_count[s]++;
 	}
 	return HW_OK;
+}
+
+/*
+ * Whether every non-NULL train label of a numerical task is an integer (at
+ * least one, not all equal).  A cell task's labels come back from float32
+ * z-scores (value * std + mean), so "integer" allows the rounding error of
+ * that trip: about 2^-24 of |value - mean|, well inside the tolerance.
+ */
+static bool
+train_labels_integer(const HwTask *t)
+{
+	bool    any = false, varies = false;
+	double  first = 0;
+
+	if (t->target_stype != HW_ST_NUMERICAL)
+		return false;
+	for (uint32_t i = 0; i < t->nseeds; i++)
+	{
+		if (t->target_null[i] || t->split[i] != HW_SPLIT_TRAIN)
+			continue;
+		double  y = t->target[i];
+
+		if (!isfinite(y) || fabs(y) > 1e15 ||
+			fabs(y - nearbyint(y)) > 1e-5 * (1.0 + fabs(y) + fabs(t->target_mean)))
+			return false;
+		if (!any)
+			first = nearbyint(y);
+		else if (nearbyint(y) != first)
+			varies = true;
+		any = true;
+	}
+	return any && varies;
+}
+
+int
+hw_task_assign_splits(HwTask *t, HwError *err)
+{
+	int     rc = assign_splits(t, err);
+
+	t->target_integer = rc == HW_OK && train_labels_integer(t);
+	return rc;
 }
 
 void

@@ -56,6 +56,8 @@
 #ifndef HW_TASK_H
 #define HW_TASK_H
 
+#include <math.h>
+
 #include "hw_common.h"
 #include "snapshot.h"
 
@@ -106,6 +108,7 @@ typedef struct HwTask
 	int64_t   split_val_from_us;   /* time split: obs < val_from -> train */
 	int64_t   split_test_from_us;  /* time split: val_from <= obs < test_from -> val, else test */
 	int8_t    num_loss;         /* HwNumLoss of a numerical target (default MAE) */
+	bool      target_integer;   /* numerical: every train label an integer (hw_task_assign_splits) */
 
 	/* Target statistics (numerical: z-score; others: informational) */
 	double    target_mean, target_std;
@@ -184,6 +187,32 @@ static inline float
 hw_task_target_z(const HwTask *task, uint32_t i)
 {
 	return (float) ((task->target[i] - task->target_mean) / (task->target_std > 0 ? task->target_std : 1.0));
+}
+
+/* Whether task's predictions are rounded to integers: a numerical target
+ * whose train labels are all integers (counts, ratings), fitted with the MAE
+ * loss.  That loss fits the median, and the median of integer labels is an
+ * integer: the expected absolute error is linear between two integers, so
+ * one of them is never worse than any value between (a mean-fitting loss,
+ * huber, keeps its values). */
+static inline bool
+hw_task_rounds_predictions(const HwTask *task)
+{
+	return task->target_stype == HW_ST_NUMERICAL && task->target_integer && task->num_loss == HW_NUM_LOSS_MAE;
+}
+
+/* The prediction of a numerical task from the model's z-score z: the value
+ * in the target's units, rounded when hw_task_rounds_predictions;
+ * *unrounded (may be NULL) gets the value before rounding. */
+static inline double
+hw_task_decode_numerical(const HwTask *task, float z, double *unrounded)
+{
+	double  v = (double) z * (task->target_std > 0 ? task->target_std : 1.0) + task->target_mean;
+
+	if (unrounded)
+		*unrounded = v;
+	/* + 0.0: a negative value rounded to zero is 0, not -0 */
+	return hw_task_rounds_predictions(task) ? nearbyint(v) + 0.0 : v;
 }
 
 /* Re-resolves anchor_row against a (possibly refreshed) snapshot by

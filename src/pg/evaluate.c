@@ -211,7 +211,7 @@ rt_evaluate(PG_FUNCTION_ARGS)
 					{
 						y[k] = task->target[idx[j]];
 						pr[k] = ts ? value[j] * s->snap->ts_std_us + s->snap->ts_mean_us
-							: value[j] * (task->target_std > 0 ? task->target_std : 1) + task->target_mean;
+							: hw_task_decode_numerical(task, value[j], NULL);
 						pb[k] = train_mean;
 						k++;
 					}

@@ -62,6 +62,7 @@ typedef struct Decoded
 	bool    is_null;
 	double  p_null;
 	double  value;       /* numeric value / P(true) / epoch seconds / prob of label */
+	double  unrounded;   /* numerical: the value before rounding (hw_task_decode_numerical) */
 	int32   label;       /* categorical: index in the block */
 	float  *probs;       /* categorical [K] */
 	int32   K;
@@ -394,7 +395,7 @@ predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int 
 			d->probs = o[i].probs;
 			d->K = o[i].K;
 			if (task->target_stype == HW_ST_NUMERICAL)
-				d->value = o[i].value * (task->target_std > 0 ? task->target_std : 1) + task->target_mean;
+				d->value = hw_task_decode_numerical(task, o[i].value, &d->unrounded);
 			else if (task->target_stype == HW_ST_TIMESTAMP)
 				d->value = (o[i].value * s->snap->ts_std_us + s->snap->ts_mean_us) / 1e6;
 		}
@@ -553,6 +554,11 @@ proba_json(HwServing *s, int t, const Decoded *d)
 	{
 		appendStringInfoString(&j, ", \"value\": ");
 		json_number(&j, "%.9g", d->value);
+		if (hw_task_rounds_predictions(s->tasks[t]))
+		{
+			appendStringInfoString(&j, ", \"unrounded\": ");
+			json_number(&j, "%.9g", d->unrounded);
+		}
 	}
 	appendStringInfoChar(&j, '}');
 	return j.data;

@@ -1368,6 +1368,9 @@ rt_create_task(PG_FUNCTION_ARGS)
 		appendStringInfoString(&js, ", \"target_std\": ");
 		json_num(&js, t->target_std);
 		json_kv_str(&js, "loss", hw_num_loss_name(t->num_loss), true);
+		/* integer train labels and the MAE loss: integer predictions */
+		if (hw_task_rounds_predictions(t))
+			appendStringInfoString(&js, ", \"rounds_predictions\": true");
 	}
 	else if (t->target_stype == HW_ST_CATEGORICAL)
 		appendStringInfo(&js, ", \"categories\": %u",

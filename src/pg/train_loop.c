@@ -257,7 +257,7 @@ validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **t
 				if (stype == HW_ST_TIMESTAMP)
 					pred[off + i] = pr->ts[i * HW_TS_DIM + HW_TS_DIM - 1] * snap->ts_std_us + snap->ts_mean_us;
 				else if (stype == HW_ST_NUMERICAL)
-					pred[off + i] = pr->value[i] * (task->target_std > 0 ? task->target_std : 1) + task->target_mean;
+					pred[off + i] = hw_task_decode_numerical(task, pr->value[i], NULL);
 				else
 					pred[off + i] = pr->value[i];
 				if (stype == HW_ST_CATEGORICAL)

@@ -381,3 +381,90 @@ UNIT_TEST(task_label_times_byte_form)
 	free(lt);
 	hw_task_free(t);
 }
+
+/* Integer labels round predictions (MAE loss only); a hand-checked case of
+ * each rule: what counts as integer (train split only, a float32 z-score
+ * trip allowed, not a constant), rounding to the nearest, and why rounding
+ * never loses for MAE: E|y - c| between two integers is linear in c, so
+ * the better end beats every value between (naive expectation below). */
+UNIT_TEST(task_integer_labels_round_predictions)
+{
+	HwError err = {0};
+	HwTask *t = random_query_task("counts", 300, 5);      /* labels i % 17 */
+
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	hw_task_compute_stats(t);
+	CHECK(t->target_integer);
+	CHECK(hw_task_rounds_predictions(t));
+	double  raw;
+	float   z = (float) ((2.4 - t->target_mean) / t->target_std);
+
+	CHECK_CLOSE(hw_task_decode_numerical(t, z, &raw), 2.0, 1e-12, 0);
+	CHECK_CLOSE(raw, 2.4, 1e-5, 0);
+	z = (float) ((2.6 - t->target_mean) / t->target_std);
+	CHECK_CLOSE(hw_task_decode_numerical(t, z, NULL), 3.0, 1e-12, 0);
+	/* a small negative value rounds to 0, not -0 (it would print "-0") */
+	z = (float) ((-0.2 - t->target_mean) / t->target_std);
+	CHECK(!signbit(hw_task_decode_numerical(t, z, NULL)) && hw_task_decode_numerical(t, z, NULL) == 0.0);
+	z = (float) ((2.6 - t->target_mean) / t->target_std);
+	/* the huber loss fits a mean: values as they are */
+	t->num_loss = HW_NUM_LOSS_HUBER;
+	CHECK(!hw_task_rounds_predictions(t));
+	CHECK_CLOSE(hw_task_decode_numerical(t, z, NULL), 2.6, 1e-5, 0);
+	t->num_loss = HW_NUM_LOSS_MAE;
+	/* a value that came back from a float32 z-score is still an integer */
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		t->target[i] = (double) (float) ((t->target[i] - t->target_mean) / t->target_std) * t->target_std + t->target_mean;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(t->target_integer);
+	/* a fraction in the val or test split does not count ... */
+	uint32_t tr = 0, other = 0;
+
+	while (t->split[tr] != HW_SPLIT_TRAIN)
+		tr++;
+	while (t->split[other] == HW_SPLIT_TRAIN)
+		other++;
+	t->target[other] = 2.5;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(t->target_integer);
+	/* ... nor a NULL target's value; one in train does */
+	t->target_null[tr] = 1;
+	t->target[tr] = 0.25;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(t->target_integer);
+	t->target_null[tr] = 0;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(!t->target_integer);
+	CHECK(!hw_task_rounds_predictions(t));
+	CHECK_CLOSE(hw_task_decode_numerical(t, z, NULL), z * t->target_std + t->target_mean, 1e-9, 0);
+	/* a constant label is not a count to round */
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		t->target[i] = 4.0;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(!t->target_integer);
+	/* not numerical: never */
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		t->target[i] = i % 2;
+	t->target_stype = HW_ST_BOOLEAN;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK(!t->target_integer);
+	hw_task_free(t);
+
+	/* the reason, by a naive expectation: labels 0 (p 0.6), 1 (0.3), 3
+	 * (0.1); E|y - c| on a grid of c in [0, 3] is never below the better of
+	 * the two integers around c */
+	const double ys[3] = {0, 1, 3}, ps[3] = {0.6, 0.3, 0.1};
+
+	for (int g = 0; g <= 300; g++)
+	{
+		double  c = g / 100.0, lo = floor(c), hi = ceil(c), ec = 0, elo = 0, ehi = 0;
+
+		for (int k = 0; k < 3; k++)
+		{
+			ec += ps[k] * fabs(ys[k] - c);
+			elo += ps[k] * fabs(ys[k] - lo);
+			ehi += ps[k] * fabs(ys[k] - hi);
+		}
+		CHECK(fmin(elo, ehi) <= ec + 1e-12);
+	}
+}
