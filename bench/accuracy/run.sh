@@ -16,7 +16,9 @@
 #   ACC_OUT (results folder), HW_BENCH_PORT (54338), ACC_TRAJECTORY (1:
 #   after each run, every candidate (checkpoint, weights) with its val and
 #   test metric and the one served, trajectory.sql; costs a forward pass
-#   over the test rows per candidate, changes no figure).
+#   over the test rows per candidate, changes no figure), ACC_DUMP (1:
+#   every candidate's val and test predictions in candidates_<db>_<seed>.csv,
+#   candidates_dump.sql, for ensemble_study.py).
 #
 # Tasks (rows in acc.rows of each database; *_rows.sql say why):
 #   pagila  heavy_21d (boolean), rentals_21d (numerical): customer x 4 cutoffs,
@@ -115,6 +117,9 @@ for seed in $seeds; do
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"
 		if [ -n "${ACC_TRAJECTORY:-}" ]; then
 			q "acc_$db" -v model="acc_$db" -f "$here/trajectory.sql" | tee "$out/trajectory_${db}_$seed.txt"
+		fi
+		if [ -n "${ACC_DUMP:-}" ]; then
+			q "acc_$db" -v model="acc_$db" -v dump="$out/candidates_${db}_$seed.csv" -f "$here/candidates_dump.sql"
 		fi
 		q "acc_$db" -o /dev/null -c "SELECT rt_drop_model('acc_$db')"
 	done
