@@ -6,7 +6,9 @@ on the val and test rows) and prints, per task and seed, the test metric of:
 the served candidate (best training-time val metric), the mean over
 candidates, the top-k candidates by val metric averaged (k = 2, 3, 4, 6), all
 candidates from 40% of the run on averaged, and the served candidates of all
-seeds averaged (a 3-model ensemble: three times the training).
+seeds averaged (a 3-model ensemble: three times the training).  It averages
+the predictions before rounding (the dump's unrounded column) and does not
+round the averages.
 
     /usr/bin/python3 bench/accuracy/ensemble_study.py DIR/candidates_shop_*.csv
 """
@@ -46,7 +48,9 @@ def load(path):
         for r in csv.DictReader(f):
             c = rows[r["task"]][(int(r["step"]), r["weights"])]
             c["val"] = float(r["val"]) if r["val"] else None
-            c[r["split"] + "_rows"].append(((r["customer_id"], r["obs_time"]), float(r["label"]), float(r["pred"])))
+            # averaged before any rounding (candidates_dump.sql's unrounded column)
+            pred = r.get("unrounded") or r["pred"]
+            c[r["split"] + "_rows"].append(((r["customer_id"], r["obs_time"]), float(r["label"]), float(pred)))
     out = {}
     for task, cands in rows.items():
         out[task] = {}
