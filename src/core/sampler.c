@@ -89,6 +89,17 @@ fk_link_key(const HwSnapshot *snap, int f, int dir)
 
 #define MEAN_COLS_PER_FK 4      /* columns of a child table that child means average */
 #define MEAN_SCAN_MAX    1024   /* children read per row and FK for child means */
+#define DESC_DEPTH_MAX   3      /* FKs in a descendant path (row_descendant_counts) */
+#define DESC_SCAN_MAX    4096   /* edges read per row and descendant path */
+
+/* A descendant path of a table (init_descendant_paths): child FKs
+ * fk[0..depth) crossed from a row down to the rows it counts. */
+typedef struct DescPath
+{
+	uint16_t fk[DESC_DEPTH_MAX];
+	uint8_t  depth;
+	uint32_t key;               /* link key of the path (never 0) */
+} DescPath;
 
 /* splitmix64 stream: the per-sequence RNG */
 static inline uint64_t
@@ -267,6 +278,9 @@ struct HwSampler
 	uint8_t  *fk_mean_n;        /* [nfks] columns of FK f's child table that child means average */
 	int16_t  *fk_mean_col;      /* [nfks][MEAN_COLS_PER_FK] their column indices in the child table */
 	uint32_t *fk_mean_key;      /* [nfks][MEAN_COLS_PER_FK] their mean keys (init_fk_means) */
+	uint32_t *desc_off;         /* [ntables+1] table t's descendant paths: desc[desc_off[t] ..
+								 * desc_off[t+1]) (init_descendant_paths; all 0 when off) */
+	DescPath *desc;
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -298,6 +312,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->key_cells = false;
 	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
 	cfg->cell_dropout = 0.0f;
+	cfg->descendant_counts = true;
 	cfg->world_size = 1;
 }
 
@@ -891,6 +906,242 @@ sat16(uint64_t n)
 	return n > UINT16_MAX ? UINT16_MAX : (uint16_t) n;
 }
 
+/* Edges [*lo, *hi) of row r's children through FK fk (empty if none):
+ * a row's child edges are grouped by FK index, ascending. */
+static inline void
+fk_group(const HwSnapshot *snap, uint32_t r, uint16_t fk, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t a = snap->pf_off[r], b = snap->pf_off[r + 1];
+
+	while (a < b)
+	{
+		uint64_t mid = a + (b - a) / 2;
+
+		if (snap->pf_fk[mid] < fk)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	*lo = a;
+	b = snap->pf_off[r + 1];
+	while (a < b && snap->pf_fk[a] == fk)
+		a++;
+	*hi = a;
+}
+
+/* Window tally of one counted row dated t (HW_NO_TIME: counted in all
+ * only), as row_child_counts counts a child. */
+static inline void
+tally_windows(const HwSampler *s, int64_t t, int64_t obs, uint64_t n[HW_CHILD_WINDOWS])
+{
+	n[0]++;
+	if (t == HW_NO_TIME || obs == HW_NO_CUTOFF)
+		return;
+	for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && t > obs - s->cnt_win_us[j]; j--)
+		n[j]++;
+}
+
+/* One level of row_descendant_counts: row r's children through
+ * p->fk[level] at or before obs, newest first (RECENT groups are sorted by
+ * time); a child of a table without time is dated like its nearest dated
+ * ancestor on the path (t_in).  Reads at most *budget edges in all. */
+static void
+descend(const HwSampler *s, uint32_t r, int64_t obs, const DescPath *p, int level, int64_t t_in,
+		uint64_t n[HW_CHILD_WINDOWS], uint32_t *budget)
+{
+	uint16_t fk = p->fk[level];
+	uint64_t k0, e1;
+
+	fk_group(s->snap, r, fk, &k0, &e1);
+	uint64_t end = s->fk_recent[fk] ? first_after(s->pf_time, k0, e1, obs) : e1;
+
+	for (uint64_t e = end; e-- > k0 && *budget > 0;)
+	{
+		int64_t te = s->pf_time[e];
+
+		(*budget)--;
+		if (te > obs)
+			continue;
+		if (te == HW_NO_TIME)
+			te = t_in;
+		if (level + 1 == p->depth)
+			tally_windows(s, te, obs, n);
+		else
+			descend(s, s->pf_child[e], obs, p, level + 1, te, n, budget);
+	}
+}
+
+/*
+ * Descendant counts of row g at obs along path p: the rows reached by
+ * crossing p's child FKs down from g (every row on the way at or before
+ * obs, as the sampler could show them), counted like row_child_counts
+ * counts children -- [0] all, [j] those dated in window j -- where a row of
+ * a table without time takes the time of its nearest dated ancestor on the
+ * path.  Why: a customer's returns hang three hops down (orders -> order
+ * lines -> returns); "any return in the last 90 days" is a count the
+ * sequence rarely shows whole.  At most DESC_SCAN_MAX edges are read (the
+ * newest first in sorted groups), so a row with more descendants gets a
+ * lower bound.
+ */
+static void
+row_descendant_counts(const HwSampler *s, uint32_t g, int64_t obs, const DescPath *p, uint16_t *cnt)
+{
+	uint64_t n[HW_CHILD_WINDOWS] = {0};
+	uint32_t budget = DESC_SCAN_MAX;
+
+	descend(s, g, obs, p, 0, s->snap->row_time_us[g], n, &budget);
+	for (int j = 0; j < HW_CHILD_WINDOWS; j++)
+		cnt[j] = sat16(n[j]);
+}
+
+/* Path instances of p from every row of table t (no time filter): how
+ * much of the data the path reaches, to rank candidate paths. */
+static uint64_t
+path_instances(const HwSnapshot *snap, uint32_t r, const DescPath *p, int level)
+{
+	uint64_t k0, e1, n = 0;
+
+	fk_group(snap, r, p->fk[level], &k0, &e1);
+	if (level + 1 == p->depth)
+		return e1 - k0;
+	for (uint64_t e = k0; e < e1; e++)
+		n += path_instances(snap, snap->pf_dst[e], p, level + 1);
+	return n;
+}
+
+/*
+ * The descendant paths of each table (descendant_counts): the child-count
+ * slots a table's own child FKs leave free (HW_CHILD_LINKS minus their
+ * number) go to paths of 2 or 3 child FKs to a table that is neither the
+ * table itself nor one of its child tables -- one path per such table, the
+ * shortest, among those the one that reaches the most rows in the data
+ * (so a customer counts the returns of the orders it placed, not of those
+ * it received as gifts); shorter paths first.  Deterministic for a
+ * snapshot; the key hashes the path's child link keys, so it survives
+ * rt_refresh like a link key.
+ */
+static int
+init_descendant_paths(HwSampler *s)
+{
+	const HwSnapshot *snap = s->snap;
+	int nt = snap->ntables, nf = snap->nfks;
+	uint32_t cap = 0;
+
+	s->desc_off = calloc((size_t) nt + 1, sizeof(uint32_t));
+	if (s->desc_off == NULL)
+		return -1;
+	if (!s->cfg.descendant_counts || nf == 0 || snap->pf_off == NULL)
+		return 0;
+	for (int t = 0; t < nt; t++)
+	{
+		int      nchild = 0, nsel = 0;
+		bool    *taken = calloc((size_t) nt, sizeof(bool));
+		DescPath sel[HW_CHILD_LINKS];
+
+		if (taken == NULL)
+			return -1;
+		taken[t] = true;
+		for (int f = 0; f < nf; f++)
+			if (snap->fks[f].parent_table == t)
+			{
+				nchild++;
+				if (snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
+					taken[snap->fks[f].child_table] = true;
+			}
+		for (int depth = 2; depth <= DESC_DEPTH_MAX && nsel < HW_CHILD_LINKS - nchild; depth++)
+		{
+			/* every path of this depth, odometer over FK indices */
+			DescPath best[64];
+			uint64_t best_n[64];
+			int      nbest = 0;
+			int      idx[DESC_DEPTH_MAX] = {0};
+
+			for (;;)
+			{
+				bool ok = true;
+				int  at = t;
+
+				for (int l = 0; l < depth && ok; l++)
+				{
+					ok = snap->fks[idx[l]].parent_table == at;
+					at = snap->fks[idx[l]].child_table;
+					ok = ok && at >= 0 && at < nt;
+				}
+				if (ok && !taken[at])
+				{
+					DescPath p = {.depth = (uint8_t) depth};
+					uint64_t n = 0;
+
+					for (int l = 0; l < depth; l++)
+						p.fk[l] = (uint16_t) idx[l];
+					for (uint32_t r = snap->tables[t].row_offset;
+						 r < snap->tables[t].row_offset + (uint32_t) snap->tables[t].nrows; r++)
+						n += path_instances(snap, r, &p, 0);
+					int b = 0;
+
+					while (b < nbest && snap->fks[best[b].fk[depth - 1]].child_table != at)
+						b++;
+					if (b == nbest && nbest < 64)
+					{
+						best[nbest] = p;
+						best_n[nbest++] = n;
+					}
+					else if (b < nbest && n > best_n[b])
+					{
+						best[b] = p;
+						best_n[b] = n;
+					}
+				}
+				int l = depth - 1;
+
+				while (l >= 0 && ++idx[l] == nf)
+					idx[l--] = 0;
+				if (l < 0)
+					break;
+			}
+			/* the leaf tables of this depth, most rows reached first */
+			while (nsel < HW_CHILD_LINKS - nchild)
+			{
+				int b = -1;
+
+				for (int i = 0; i < nbest; i++)
+					if (best_n[i] > 0 && (b < 0 || best_n[i] > best_n[b]))
+						b = i;
+				if (b < 0)
+					break;
+				taken[snap->fks[best[b].fk[depth - 1]].child_table] = true;
+				sel[nsel++] = best[b];
+				best_n[b] = 0;
+			}
+		}
+		free(taken);
+		s->desc_off[t + 1] = s->desc_off[t] + (uint32_t) nsel;
+		if (nsel > 0)
+		{
+			if (s->desc_off[t + 1] > cap)
+			{
+				cap = s->desc_off[t + 1] * 2;
+				DescPath *d = realloc(s->desc, sizeof(DescPath) * cap);
+
+				if (d == NULL)
+					return -1;
+				s->desc = d;
+			}
+			for (int i = 0; i < nsel; i++)
+			{
+				char buf[256];
+				int  n = snprintf(buf, sizeof(buf), "desc");
+
+				for (int l = 0; l < sel[i].depth; l++)
+					n += snprintf(buf + n, sizeof(buf) - (size_t) n, "\x1f%u", (unsigned) s->fk_link[2 * sel[i].fk[l] + 1]);
+				sel[i].key = text_key(buf, n, sizeof(buf));
+				s->desc[s->desc_off[t] + (uint32_t) i] = sel[i];
+			}
+		}
+	}
+	return 0;
+}
+
 /*
  * The temporal degree of row g at obs: for each of its first HW_CHILD_LINKS
  * child FKs (pf_fk order), the FK's child link key and HW_CHILD_WINDOWS
@@ -957,6 +1208,15 @@ row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uin
 				c[j] = sat16(n[j]);
 		}
 		k0 = e1;
+	}
+	/* then the table's descendant paths, while slots are free */
+	uint16_t t = snap->row_table[g];
+
+	for (uint32_t i = s->desc_off[t]; i < s->desc_off[t + 1] && l < HW_CHILD_LINKS; i++)
+	{
+		row_descendant_counts(s, g, obs, &s->desc[i], cnt + l * HW_CHILD_WINDOWS);
+		if (cnt[l * HW_CHILD_WINDOWS] > 0)
+			key[l++] = s->desc[i].key;
 	}
 }
 
@@ -1883,6 +2143,8 @@ hw_sampler_free(HwSampler *s)
 	free(s->fk_mean_n);
 	free(s->fk_mean_col);
 	free(s->fk_mean_key);
+	free(s->desc_off);
+	free(s->desc);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
 	free(s->fk_link);
@@ -2165,6 +2427,8 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 			s->pf_child = s->pf_child_own;
 		}
 	}
+	if (init_descendant_paths(s) != 0)
+		goto oom;
 	init_time_tables(s);
 	/* threads and their scratch */
 	{

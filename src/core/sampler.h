@@ -94,6 +94,13 @@
  * children.  Column ids are unchanged (global ids; the column-name table
  * keeps every column).
  *
+ * Descendant counts (descendant_counts, default on): the child-count slots
+ * a row's table leaves free (HW_CHILD_LINKS minus its child FKs) count the
+ * row's descendants along paths of 2-3 child FKs to tables that are not
+ * its child tables (one path per table: the shortest, the one reaching
+ * the most rows), in the same windows; a row of a table without time is
+ * dated like its nearest dated ancestor on the path (docs/sampler.md).
+ *
  * Cell dropout (cell_dropout = p > 0, train split only, hw_sampler_batch):
  *   after the batch is built, each cell that is not padding, not the
  *   target and not in the seed row (row 0: the question itself) becomes a
@@ -168,6 +175,8 @@ typedef struct HwSamplerConfig
 	int32_t   recent_children;  /* RECENT: the most recent kept per FK (0..bfs_child_width);
 								 * -1 (default) = half of bfs_child_width, rounded up */
 	bool      key_cells;        /* emit identifier (key) cells, default false */
+	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
+								 * descendants 2-3 FKs down (below), default true */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */

@@ -199,7 +199,7 @@ static void
 sample_options(Datum options, HwSamplerConfig *cfg)
 {
 	static const char *const keys[] = {"max_rows", "child_width", "child_sampling", "recent_children",
-									   "key_cells", "future_parents", NULL};
+									   "key_cells", "future_parents", "descendant_counts", NULL};
 	Oid     argtypes[1] = {JSONBOID};
 	Datum   values[1] = {options};
 	char   *v;
@@ -210,7 +210,7 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 						errmsg("rt_sample_batches options must be a JSON object"),
 						errhint("For example: options => '{\"key_cells\": true}'")));
 	if (SPI_execute_with_args("SELECT k FROM jsonb_object_keys($1) k WHERE k <> ALL ("
-							  "'{max_rows,child_width,child_sampling,recent_children,key_cells,future_parents}') "
+							  "'{max_rows,child_width,child_sampling,recent_children,key_cells,future_parents,descendant_counts}') "
 							  "ORDER BY k LIMIT 1",
 							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the options");
@@ -219,7 +219,7 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 						errmsg("unknown rt_sample_batches option \"%s\"",
 							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
 						errhint("Valid options are: max_rows, child_width, child_sampling, recent_children, key_cells, "
-								"future_parents.")));
+								"future_parents, descendant_counts.")));
 	for (int i = 0; keys[i]; i++)
 	{
 		Oid     at[2] = {JSONBOID, TEXTOID};
@@ -248,12 +248,16 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 										"time; \"follow\" shows it, as the sampler did before the option.")));
 			continue;
 		}
-		if (i == 4)
+		if (i == 4 || i == 6)
 		{
 			if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-								errmsg("option \"key_cells\" must be true or false, got \"%s\"", v)));
-			cfg->key_cells = strcmp(v, "true") == 0;
+								errmsg("option \"%s\" must be true or false, got \"%s\"", keys[i], v),
+								errhint("A JSON boolean, e.g. options => '{\"%s\": false}'.", keys[i])));
+			if (i == 4)
+				cfg->key_cells = strcmp(v, "true") == 0;
+			else
+				cfg->descendant_counts = strcmp(v, "true") == 0;
 			continue;
 		}
 		x = strtol(v, &end, 10);

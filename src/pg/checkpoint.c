@@ -55,14 +55,15 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 		escape_json(&preset_json, preset);
 		char *config = psprintf("{\"preset\": %s, \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
 								"\"batch_size\": %d, \"seq_len\": %d, \"max_rows\": %d, \"child_width\": %d, "
-								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, "
+								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, \"descendant_counts\": %s, "
 								"\"future_parents\": \"%s\", \"seed\": %llu, \"lr\": %g, \"total_steps\": %d, "
 								"\"rel_time\": %s, \"link_types\": %s, \"child_counts\": %s, \"child_means\": %s, "
 								"\"cell_dropout\": %g, \"ema_decay\": %g}",
 								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
 								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
 								hw_child_sampling_name(scfg->child_sampling), scfg->recent_children,
-								scfg->key_cells ? "true" : "false", hw_future_parents_name(scfg->future_parents),
+								scfg->key_cells ? "true" : "false", scfg->descendant_counts ? "true" : "false",
+								hw_future_parents_name(scfg->future_parents),
 								(unsigned long long) scfg->seed, mc->lr, mc->total_steps, mc->rel_time ? "true" : "false",
 								mc->link_types ? "true" : "false", mc->child_counts ? "true" : "false",
 								mc->child_means ? "true" : "false", (double) scfg->cell_dropout,
@@ -245,6 +246,10 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 	info->child_sampling = cs ? hw_child_sampling_from_name(cs) : HW_CHILD_UNIFORM;
 	info->recent_children = (int32) json_int(config, "recent_children", -1);
 	info->key_cells = kc ? strcmp(kc, "true") == 0 : true;
+	/* descendant counts came later still: absent, the checkpoint was trained without */
+	char *dc = json_text(config, "descendant_counts");
+
+	info->descendant_counts = dc ? strcmp(dc, "true") == 0 : false;
 	/* ... but not with future parents: a checkpoint from before the option
 	 * was trained following them, and predicting or evaluating that way
 	 * would show it rows from after the observation time (inflated val and
@@ -331,6 +336,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->child_sampling = info->child_sampling;
 	cfg->recent_children = info->recent_children;
 	cfg->key_cells = info->key_cells;
+	cfg->descendant_counts = info->descendant_counts;
 	cfg->future_parents = info->future_parents;
 	cfg->seed = info->seed;
 }

@@ -37,6 +37,7 @@ typedef struct HwCheckpointInfo
 	int32   batch_size, seq_len, max_rows, child_width;
 	int32   child_sampling, recent_children;    /* HwChildSampling; -1 = half the width */
 	bool    key_cells;
+	bool    descendant_counts;  /* absent from old checkpoints: false (trained without) */
 	int32   future_parents;     /* HwFutureParents; absent from old checkpoints: hide */
 	uint64  seed;
 	/* which weights predictions read (serving): the parameter average when

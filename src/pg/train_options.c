@@ -85,6 +85,8 @@ static const OptSpec opt_specs[] = {
 	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},
 	{"recent_children", OPT_INT, 0, 64, false, "of child_width, how many are the most recent (default: half)"},
 	{"key_cells", OPT_BOOL, 0, 0, false, "emit cells for key columns"},
+	{"descendant_counts", OPT_BOOL, 0, 0, false,
+	 "with child_counts, the slots a row's own child foreign keys leave free count its descendants 2-3 foreign keys down, in all and in the 11 windows (default true; false: as models trained before the option)"},
 	{"future_parents", OPT_FUTURE, 0, 0, false, "a parent row dated after the observation time"},
 	{"cell_dropout", OPT_NUM, 0, 0.9, false, "training only: the chance that a context cell is shown as NULL"},
 	{"progress_seconds", OPT_NUM, 0, 3600, false, "seconds between progress NOTICEs"},
@@ -480,6 +482,8 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->scfg.recent_children = (int32) x;
 			else if (strcmp(key, "key_cells") == 0)
 				st->scfg.key_cells = x != 0;
+			else if (strcmp(key, "descendant_counts") == 0)
+				st->scfg.descendant_counts = x != 0;
 			else if (strcmp(key, "future_parents") == 0)
 				st->scfg.future_parents = (int32) x;
 			else if (strcmp(key, "cell_dropout") == 0)
