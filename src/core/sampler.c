@@ -91,6 +91,8 @@ fk_link_key(const HwSnapshot *snap, int f, int dir)
 #define MEAN_SCAN_MAX    1024   /* children read per row and FK for child means */
 #define DESC_DEPTH_MAX   3      /* FKs in a descendant path (row_descendant_counts) */
 #define DESC_SCAN_MAX    4096   /* edges read per row and descendant path */
+#define DESC_MEAN_MAX    64     /* descendants per row of its table, on average, beyond
+								 * which a path is not counted (init_descendant_paths) */
 
 /* A descendant path of a table (init_descendant_paths): child FKs
  * fk[0..depth) crossed from a row down to the rows it counts. */
@@ -964,7 +966,7 @@ descend(const HwSampler *s, uint32_t r, int64_t obs, const DescPath *p, int leve
 			continue;
 		if (te == HW_NO_TIME)
 			te = t_in;
-		if (level + 1 == p->depth)
+		if (level + 1 >= p->depth || level + 1 >= DESC_DEPTH_MAX)
 			tally_windows(s, te, obs, n);
 		else
 			descend(s, s->pf_child[e], obs, p, level + 1, te, n, budget);
@@ -1002,7 +1004,7 @@ path_instances(const HwSnapshot *snap, uint32_t r, const DescPath *p, int level)
 	uint64_t k0, e1, n = 0;
 
 	fk_group(snap, r, p->fk[level], &k0, &e1);
-	if (level + 1 == p->depth)
+	if (level + 1 >= p->depth || level + 1 >= DESC_DEPTH_MAX)
 		return e1 - k0;
 	for (uint64_t e = k0; e < e1; e++)
 		n += path_instances(snap, snap->pf_dst[e], p, level + 1);
@@ -1016,7 +1018,8 @@ path_instances(const HwSnapshot *snap, uint32_t r, const DescPath *p, int level)
  * table itself nor one of its child tables -- one path per such table, the
  * shortest, among those the one that reaches the most rows in the data
  * (so a customer counts the returns of the orders it placed, not of those
- * it received as gifts); shorter paths first.  Deterministic for a
+ * it received as gifts), unless it reaches more than DESC_MEAN_MAX rows
+ * per row of the table on average; shorter paths first.  Deterministic for a
  * snapshot; the key hashes the path's child link keys, so it survives
  * rt_refresh like a link key.
  */
@@ -1077,6 +1080,11 @@ init_descendant_paths(HwSampler *s)
 					for (uint32_t r = snap->tables[t].row_offset;
 						 r < snap->tables[t].row_offset + (uint32_t) snap->tables[t].nrows; r++)
 						n += path_instances(snap, r, &p, 0);
+					/* a path reaching thousands of rows from a typical row
+					 * (a category's order lines) costs thousands of reads
+					 * per row and is a lower bound at the edge budget */
+					if (n > (uint64_t) DESC_MEAN_MAX * (uint64_t) snap->tables[t].nrows)
+						n = 0;
 					int b = 0;
 
 					while (b < nbest && snap->fks[best[b].fk[depth - 1]].child_table != at)

@@ -202,3 +202,81 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 		}
 	synth_free(s);
 }
+
+/* One customer, one order, n order lines: the customer's count slots. */
+static void
+wide_order_slots(int nlines, uint16_t *slot0, uint16_t *slot1)
+{
+	HwSnapshot *s = synth_new(4);
+	HwError err = {0};
+	int c = synth_add_table(s, "customer", 1, "id:identifier,age:numerical", -1);
+	int o = synth_add_table(s, "orders", 1, "id:identifier,customer_id:identifier,at:timestamp", 2);
+	int it = synth_add_table(s, "item", (uint32_t) nlines, "id:identifier,order_id:identifier,qty:numerical", -1);
+	int f_own = synth_add_fk(s, "orders_customer_id_fkey", o, c);
+	int f_item = synth_add_fk(s, "item_order_id_fkey", it, o);
+
+	*slot0 = *slot1 = UINT16_MAX;
+	synth_col(s, c, "age")->f32[0] = 30;
+	synth_edge(s, synth_row(s, o, 0), synth_row(s, c, 0), f_own);
+	synth_col(s, o, "at")->i64[0] = T0_US + DAY_US;
+	for (int r = 0; r < nlines; r++)
+	{
+		synth_edge(s, synth_row(s, it, (uint32_t) r), synth_row(s, o, 0), f_item);
+		synth_col(s, it, "qty")->f32[r] = (float) r;
+	}
+	if (synth_finish(s) != 0)
+	{
+		synth_free(s);
+		return;
+	}
+	HwTask *t = hw_task_new("q", HW_TASK_QUERY, &err);
+
+	t->anchor_table = 0;
+	t->target_stype = HW_ST_NUMERICAL;
+	if (hw_task_alloc_seeds(t, 1, &err) == HW_OK)
+	{
+		t->anchor_row[0] = 0;
+		t->obs_time_us[0] = T0_US + 10 * DAY_US;
+		t->target[0] = 1.0;
+		t->anchor_key[0] = s->tables[0].key_hash[0];
+		t->target_std = 1.0;
+		HwSamplerConfig cfg;
+
+		hw_sampler_config_default(&cfg);
+		cfg.batch_size = 1;
+		cfg.seq_len = 16;
+		cfg.n_threads = 1;
+		HwSampler *sm = hw_task_assign_splits(t, &err) == HW_OK ? hw_sampler_create(s, &t, 1, &cfg, &err) : NULL;
+		uint32_t seed = 0;
+		HwBatch *b = NULL;
+
+		if (sm && hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK)
+		{
+			int a = anchor_cell(b, 0);
+
+			if (a >= 0)
+			{
+				*slot0 = b->child_count[(size_t) a * HW_CHILD_LINKS * HW_CHILD_WINDOWS];
+				*slot1 = b->child_count[((size_t) a * HW_CHILD_LINKS + 1) * HW_CHILD_WINDOWS];
+			}
+			hw_batch_free(b);
+		}
+		hw_sampler_free(sm);
+	}
+	hw_task_free(t);
+	synth_free(s);
+}
+
+/* A path that reaches more than 64 rows per row of its table on average is
+ * not counted (docs/sampler.md): 64 order lines per customer are, 65 not. */
+UNIT_TEST(sampler_descendant_counts_skip_wide_paths)
+{
+	uint16_t own, lines;
+
+	wide_order_slots(64, &own, &lines);
+	CHECK_EQ_INT(own, 1);
+	CHECK_EQ_INT(lines, 64);
+	wide_order_slots(65, &own, &lines);
+	CHECK_EQ_INT(own, 1);
+	CHECK_EQ_INT(lines, 0);
+}
