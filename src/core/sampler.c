@@ -1011,6 +1011,53 @@ path_instances(const HwSnapshot *snap, uint32_t r, const DescPath *p, int level)
 	return n;
 }
 
+/* init_descendant_paths' search: extends cur (cur->fk[0..level) lead from
+ * table root to table at) by each child FK of at; at full depth, a leaf
+ * table not taken is a candidate, kept if it reaches more rows than the
+ * best path to the same leaf so far (best/best_n, *nbest of at most 64). */
+static void
+collect_paths(const HwSnapshot *snap, const int *cf_off, const int *cf, const bool *taken, int root, int at,
+			  DescPath *cur, int level, DescPath *best, uint64_t *best_n, int *nbest)
+{
+	for (int i = cf_off[at]; i < cf_off[at + 1]; i++)
+	{
+		int f = cf[i], child = snap->fks[f].child_table;
+
+		cur->fk[level] = (uint16_t) f;
+		if (level + 1 < cur->depth && level + 1 < DESC_DEPTH_MAX)
+		{
+			collect_paths(snap, cf_off, cf, taken, root, child, cur, level + 1, best, best_n, nbest);
+			continue;
+		}
+		if (taken[child])
+			continue;
+		uint64_t n = 0;
+
+		for (uint32_t r = snap->tables[root].row_offset;
+			 r < snap->tables[root].row_offset + (uint32_t) snap->tables[root].nrows; r++)
+			n += path_instances(snap, r, cur, 0);
+		/* a path reaching thousands of rows from a typical row (a
+		 * category's order lines) costs thousands of reads per row and is
+		 * a lower bound at the edge budget */
+		if (n > (uint64_t) DESC_MEAN_MAX * (uint64_t) snap->tables[root].nrows)
+			n = 0;
+		int b = 0;
+
+		while (b < *nbest && snap->fks[best[b].fk[cur->depth - 1]].child_table != child)
+			b++;
+		if (b == *nbest && *nbest < 64)
+		{
+			best[b] = *cur;
+			best_n[(*nbest)++] = n;
+		}
+		else if (b < *nbest && n > best_n[b])
+		{
+			best[b] = *cur;
+			best_n[b] = n;
+		}
+	}
+}
+
 /*
  * The descendant paths of each table (descendant_counts): the child-count
  * slots a table's own child FKs leave free (HW_CHILD_LINKS minus their
@@ -1035,78 +1082,65 @@ init_descendant_paths(HwSampler *s)
 		return -1;
 	if (!s->cfg.descendant_counts || nf == 0 || snap->pf_off == NULL)
 		return 0;
+	/* the child FKs of each table (those with a valid child table) */
+	int *cf_off = calloc((size_t) nt + 1, sizeof(int)), *cf = malloc(sizeof(int) * (size_t) nf);
+
+	if (cf_off == NULL || cf == NULL)
+	{
+		free(cf_off);
+		free(cf);
+		return -1;
+	}
+	for (int f = 0; f < nf; f++)
+		if (snap->fks[f].parent_table >= 0 && snap->fks[f].parent_table < nt &&
+			snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
+			cf_off[snap->fks[f].parent_table + 1]++;
 	for (int t = 0; t < nt; t++)
+		cf_off[t + 1] += cf_off[t];
+	{
+		int *fill = calloc((size_t) nt, sizeof(int));
+
+		if (fill == NULL)
+		{
+			free(cf_off);
+			free(cf);
+			return -1;
+		}
+		for (int f = 0; f < nf; f++)
+			if (snap->fks[f].parent_table >= 0 && snap->fks[f].parent_table < nt &&
+				snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
+				cf[cf_off[snap->fks[f].parent_table] + fill[snap->fks[f].parent_table]++] = f;
+		free(fill);
+	}
+	int rc = 0;
+
+	for (int t = 0; t < nt && rc == 0; t++)
 	{
 		int      nchild = 0, nsel = 0;
 		bool    *taken = calloc((size_t) nt, sizeof(bool));
 		DescPath sel[HW_CHILD_LINKS];
 
 		if (taken == NULL)
-			return -1;
+		{
+			rc = -1;
+			break;
+		}
 		taken[t] = true;
 		for (int f = 0; f < nf; f++)
 			if (snap->fks[f].parent_table == t)
-			{
 				nchild++;
-				if (snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
-					taken[snap->fks[f].child_table] = true;
-			}
+		for (int i = cf_off[t]; i < cf_off[t + 1]; i++)
+			taken[snap->fks[cf[i]].child_table] = true;
 		for (int depth = 2; depth <= DESC_DEPTH_MAX && nsel < HW_CHILD_LINKS - nchild; depth++)
 		{
-			/* every path of this depth, odometer over FK indices */
+			/* every path of this depth: depth-first over the child FKs of
+			 * each table on the way (cf_off/cf), the best per leaf table */
 			DescPath best[64];
 			uint64_t best_n[64];
 			int      nbest = 0;
-			int      idx[DESC_DEPTH_MAX] = {0};
+			DescPath cur = {.depth = (uint8_t) depth};
 
-			for (;;)
-			{
-				bool ok = true;
-				int  at = t;
-
-				for (int l = 0; l < depth && ok; l++)
-				{
-					ok = snap->fks[idx[l]].parent_table == at;
-					at = snap->fks[idx[l]].child_table;
-					ok = ok && at >= 0 && at < nt;
-				}
-				if (ok && !taken[at])
-				{
-					DescPath p = {.depth = (uint8_t) depth};
-					uint64_t n = 0;
-
-					for (int l = 0; l < depth; l++)
-						p.fk[l] = (uint16_t) idx[l];
-					for (uint32_t r = snap->tables[t].row_offset;
-						 r < snap->tables[t].row_offset + (uint32_t) snap->tables[t].nrows; r++)
-						n += path_instances(snap, r, &p, 0);
-					/* a path reaching thousands of rows from a typical row
-					 * (a category's order lines) costs thousands of reads
-					 * per row and is a lower bound at the edge budget */
-					if (n > (uint64_t) DESC_MEAN_MAX * (uint64_t) snap->tables[t].nrows)
-						n = 0;
-					int b = 0;
-
-					while (b < nbest && snap->fks[best[b].fk[depth - 1]].child_table != at)
-						b++;
-					if (b == nbest && nbest < 64)
-					{
-						best[nbest] = p;
-						best_n[nbest++] = n;
-					}
-					else if (b < nbest && n > best_n[b])
-					{
-						best[b] = p;
-						best_n[b] = n;
-					}
-				}
-				int l = depth - 1;
-
-				while (l >= 0 && ++idx[l] == nf)
-					idx[l--] = 0;
-				if (l < 0)
-					break;
-			}
+			collect_paths(snap, cf_off, cf, taken, t, t, &cur, 0, best, best_n, &nbest);
 			/* the leaf tables of this depth, most rows reached first */
 			while (nsel < HW_CHILD_LINKS - nchild)
 			{
@@ -1132,7 +1166,10 @@ init_descendant_paths(HwSampler *s)
 				DescPath *d = realloc(s->desc, sizeof(DescPath) * cap);
 
 				if (d == NULL)
-					return -1;
+				{
+					rc = -1;
+					break;
+				}
 				s->desc = d;
 			}
 			for (int i = 0; i < nsel; i++)
@@ -1147,7 +1184,9 @@ init_descendant_paths(HwSampler *s)
 			}
 		}
 	}
-	return 0;
+	free(cf_off);
+	free(cf);
+	return rc;
 }
 
 /*
