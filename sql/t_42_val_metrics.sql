@@ -26,7 +26,9 @@ RESET client_min_messages;
 \i sql/include/err.sql
 
 -- the checkpoint of m42 a task's default prediction is served from: the one
--- whose predictions on a few rows equal the default ones
+-- whose predictions on a few rows equal the default ones (rt_predict_proba:
+-- votes42 has integer labels, so its predictions round, and two checkpoints
+-- can round alike on five rows; the unrounded values tell them apart)
 CREATE FUNCTION pg_temp.served(task text) RETURNS bigint LANGUAGE sql AS $$
 	SELECT c.checkpoint_id FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
 	WHERE m.name = 'm42'
@@ -34,7 +36,7 @@ CREATE FUNCTION pg_temp.served(task text) RETURNS bigint LANGUAGE sql AS $$
 	    SELECT 1 FROM (SELECT order_id AS id FROM (SELECT order_id FROM t42.orders ORDER BY 1 LIMIT 5) o WHERE task = 'gift42'
 	                   UNION ALL
 	                   SELECT review_id FROM (SELECT review_id FROM t42.reviews ORDER BY 1 LIMIT 5) r WHERE task = 'votes42') ids
-	    WHERE rt_predict(task, ids.id, checkpoint => c.checkpoint_id) IS DISTINCT FROM rt_predict(task, ids.id))
+	    WHERE rt_predict_proba(task, ids.id, checkpoint => c.checkpoint_id) IS DISTINCT FROM rt_predict_proba(task, ids.id))
 	ORDER BY c.step DESC LIMIT 1
 $$;
 
