@@ -1084,35 +1084,18 @@ init_descendant_paths(HwSampler *s)
 		return 0;
 	/* the child FKs of each table (those with a valid child table) */
 	int *cf_off = calloc((size_t) nt + 1, sizeof(int)), *cf = malloc(sizeof(int) * (size_t) nf);
+	int  rc = cf_off && cf ? 0 : -1, ncf = 0;
 
-	if (cf_off == NULL || cf == NULL)
+	/* FKs grouped by parent table, in FK order within a group */
+	for (int t = 0; t < nt && rc == 0; t++)
 	{
-		free(cf_off);
-		free(cf);
-		return -1;
-	}
-	for (int f = 0; f < nf; f++)
-		if (snap->fks[f].parent_table >= 0 && snap->fks[f].parent_table < nt &&
-			snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
-			cf_off[snap->fks[f].parent_table + 1]++;
-	for (int t = 0; t < nt; t++)
-		cf_off[t + 1] += cf_off[t];
-	{
-		int *fill = calloc((size_t) nt, sizeof(int));
-
-		if (fill == NULL)
-		{
-			free(cf_off);
-			free(cf);
-			return -1;
-		}
+		cf_off[t] = ncf;
 		for (int f = 0; f < nf; f++)
-			if (snap->fks[f].parent_table >= 0 && snap->fks[f].parent_table < nt &&
-				snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
-				cf[cf_off[snap->fks[f].parent_table] + fill[snap->fks[f].parent_table]++] = f;
-		free(fill);
+			if (snap->fks[f].parent_table == t && snap->fks[f].child_table >= 0 && snap->fks[f].child_table < nt)
+				cf[ncf++] = f;
 	}
-	int rc = 0;
+	if (rc == 0)
+		cf_off[nt] = ncf;
 
 	for (int t = 0; t < nt && rc == 0; t++)
 	{

@@ -4,6 +4,7 @@
  */
 #include "unit.h"
 #include "synth_snapshot.h"
+#include "sampler_ref.h"
 #include "sampler.h"
 #include "timeenc.h"
 
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DAY_US (86400LL * 1000000LL)
-#define T0_US  (1704067200LL * 1000000LL)   /* 2024-01-01 UTC */
 
 /*
  * Tiny database:
@@ -196,24 +195,6 @@ UNIT_TEST(sampler_exact_cell_task_sequence)
 	hw_sampler_free(sm);
 	hw_task_free(t);
 	synth_free(s);
-}
-
-/* Expected child counts of a row, computed naively from the children's
- * days: [0] those at or before obs_day (all with no cutoff), [j] those with
- * age obs - t < 2^((j - 10) / 2) timestamp std (docs/sampler.md). */
-static void
-naive_child_counts(const HwSnapshot *s, const int *days, int n, int obs_day, bool cutoff, int *out)
-{
-	memset(out, 0, sizeof(int) * HW_CHILD_WINDOWS);
-	for (int i = 0; i < n; i++)
-	{
-		if (cutoff && days[i] > obs_day)
-			continue;
-		out[0]++;
-		for (int j = 1; j < HW_CHILD_WINDOWS && cutoff; j++)
-			if ((double) (obs_day - days[i]) * DAY_US < s->ts_std_us * pow(2.0, (j - 10) / 2.0))
-				out[j]++;
-	}
 }
 
 static bool

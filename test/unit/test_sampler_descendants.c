@@ -5,13 +5,12 @@
  */
 #include "unit.h"
 #include "synth_snapshot.h"
+#include "sampler_ref.h"
 #include "sampler.h"
 
 #include <math.h>
 #include <string.h>
 
-#define DAY_US (86400LL * 1000000LL)
-#define T0_US  (1704067200LL * 1000000LL)   /* 2024-01-01 UTC */
 
 /*
  *   customer(id, age)                        c0 c1, no time column
@@ -62,24 +61,6 @@ gift_shop(void)
 		return NULL;
 	}
 	return s;
-}
-
-/* Expected counts of rows dated days[] seen at obs_day: [0] those at or
- * before it (all, no cutoff), [j] those less than 2^((j - 10) / 2)
- * timestamp std before it (the windows of docs/sampler.md). */
-static void
-naive_counts(const HwSnapshot *s, const int *days, int n, int obs_day, bool cutoff, int *out)
-{
-	memset(out, 0, sizeof(int) * HW_CHILD_WINDOWS);
-	for (int i = 0; i < n; i++)
-	{
-		if (cutoff && days[i] > obs_day)
-			continue;
-		out[0]++;
-		for (int j = 1; j < HW_CHILD_WINDOWS && cutoff; j++)
-			if ((double) (obs_day - days[i]) * DAY_US < s->ts_std_us * pow(2.0, (j - 10) / 2.0))
-				out[j]++;
-	}
 }
 
 static bool
@@ -157,15 +138,15 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 			 * the return of the gift, someone else's order) */
 			const int items[3] = {10, 10, 20}, rets[2] = {12, 19};
 
-			naive_counts(s, own, 2, 22, true, want);
+			naive_child_counts(s, own, 2, 22, true, want);
 			CHECK(slot_is(b, a0, 0, want));
-			naive_counts(s, gift, 1, 22, true, want);
+			naive_child_counts(s, gift, 1, 22, true, want);
 			CHECK(slot_is(b, a0, 1, want));
-			naive_counts(s, items, 3, 22, true, want);
+			naive_child_counts(s, items, 3, 22, true, want);
 			CHECK_EQ_INT(want[0], 3);
 			CHECK(want[1] < want[HW_CHILD_WINDOWS - 1]);  /* the windows do split them */
 			CHECK(slot_is(b, a0, 2, on ? want : NULL));
-			naive_counts(s, rets, 2, 22, true, want);
+			naive_child_counts(s, rets, 2, 22, true, want);
 			CHECK(slot_is(b, a0, 3, on ? want : NULL));
 			CHECK(slot_is(b, a0, 4, NULL) && slot_is(b, a0, 5, NULL));
 			const uint32_t *k0 = b->child_key + (size_t) a0 * HW_CHILD_LINKS;
@@ -182,10 +163,10 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 			const int c1_day[1] = {15}, c1_ret[1] = {16};
 			const uint32_t *k1 = b->child_key + (size_t) a1 * HW_CHILD_LINKS;
 
-			naive_counts(s, c1_day, 1, 22, true, want);
+			naive_child_counts(s, c1_day, 1, 22, true, want);
 			CHECK(slot_is(b, a1, 0, want) && k1[0] == k0[0]);
 			CHECK(slot_is(b, a1, 1, on ? want : NULL));   /* its item, dated 15 */
-			naive_counts(s, c1_ret, 1, 22, true, want);
+			naive_child_counts(s, c1_ret, 1, 22, true, want);
 			CHECK(slot_is(b, a1, 2, on ? want : NULL));
 			if (on)
 				CHECK(k1[1] == k0[2] && k1[2] == k0[3]);
@@ -193,7 +174,7 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 			/* c0 without a cutoff: every own item and return, no windows */
 			const int all4[4] = {0, 0, 0, 0};
 
-			naive_counts(s, all4, 4, 0, false, want);
+			naive_child_counts(s, all4, 4, 0, false, want);
 			CHECK(want[0] == 4 && want[1] == 0);
 			CHECK(slot_is(b, a2, 2, on ? want : NULL) && slot_is(b, a2, 3, on ? want : NULL));
 			hw_batch_free(b);

@@ -6,13 +6,12 @@
  */
 #include "unit.h"
 #include "synth_snapshot.h"
+#include "sampler_ref.h"
 #include "sampler.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define DAY_US (86400LL * 1000000LL)
-#define T0_US  (1704067200LL * 1000000LL)   /* 2024-01-01 UTC */
 
 /*
  * region(id, pop num)                          r0 r1            (global 0, 1)
