@@ -1,12 +1,12 @@
--- t_48_descendant_counts: the sampler option descendant_counts (on by
--- default: a row's free child-count slots count rows two or three FKs down,
--- here a customer's order lines and their returns; docs/sampler.md).  The
+-- t_48_descendant_counts: the sampler option descendant_counts (off by
+-- default; on, a row's free child-count slots count rows two or three FKs
+-- down, here a customer's order lines and their returns; docs/sampler.md).  The
 -- counts themselves are checked by hand in the unit test
 -- sampler_descendant_counts_hand_case; here: the option's errors, its
 -- place in the checkpoint config, that predictions read it from there (a
 -- model served with the option flipped predicts differently, so the counts
--- reach the model), and that a checkpoint from before the option (no key)
--- predicts as one trained without it.
+-- reach the model), that a checkpoint from before the option (no key)
+-- predicts as one trained without it, and the default.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -41,12 +41,12 @@ SELECT * FROM pg_temp.err($$ SELECT rt_sample_batches('m48', 't48_returner', opt
 SELECT count(*) AS batches FROM rt_sample_batches('m48', 't48_returner', n => 1, batch_size => 2, seq_len => 32,
                                                   options => '{"descendant_counts": false}');
 
--- 2. trained with the default: the checkpoint says true
+-- 2. trained with the option: the checkpoint says true
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m48', steps => 2, preset => 'tiny',
               options => '{"val_every": 1000, "checkpoint_every": 1000, "val_batches": 1, "val_rows": 4,
-                           "log_every": 1, "warmup_steps": 0, "seed": 48}') r;
+                           "log_every": 1, "warmup_steps": 0, "seed": 48, "descendant_counts": true}') r;
 RESET client_min_messages;
 SELECT config ->> 'descendant_counts' AS descendant_counts FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm48';
@@ -73,13 +73,12 @@ SELECT count(*) FILTER (WHERE rt_predict('t48_returner', customer_id, '2024-03-0
        count(*) AS customers
 FROM t48.p_off b;
 
--- 5. trained from scratch with the option off: the checkpoint says false
+-- 5. trained from scratch with the default: the checkpoint says false
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m48', steps => 2, preset => 'tiny',
               options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
-                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 48,
-                           "descendant_counts": false}') r;
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 48}') r;
 RESET client_min_messages;
 SELECT config ->> 'descendant_counts' AS descendant_counts FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;

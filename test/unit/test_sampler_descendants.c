@@ -114,7 +114,7 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 			HwSamplerConfig cfg;
 
 			hw_sampler_config_default(&cfg);
-			CHECK(cfg.descendant_counts);                 /* on by default */
+			CHECK(!cfg.descendant_counts);                /* off by default */
 			cfg.batch_size = 3;
 			cfg.seq_len = 64;
 			cfg.n_threads = 1;
@@ -227,6 +227,7 @@ wide_order_slots(int nlines, uint16_t *slot0, uint16_t *slot1)
 		cfg.batch_size = 1;
 		cfg.seq_len = 16;
 		cfg.n_threads = 1;
+		cfg.descendant_counts = true;
 		HwSampler *sm = hw_task_assign_splits(t, &err) == HW_OK ? hw_sampler_create(s, &t, 1, &cfg, &err) : NULL;
 		uint32_t seed = 0;
 		HwBatch *b = NULL;
