@@ -931,8 +931,8 @@ fk_group(const HwSnapshot *snap, uint32_t r, uint16_t fk, uint64_t *lo, uint64_t
 	*hi = a;
 }
 
-/* Window tally of one counted row dated t (HW_NO_TIME: counted in all
- * only), as row_child_counts counts a child. */
+/* Window tally of one counted row dated t at or before obs (HW_NO_TIME:
+ * counted in all only): row_child_counts' scan and descendant counts. */
 static inline void
 tally_windows(const HwSampler *s, int64_t t, int64_t obs, uint64_t n[HW_CHILD_WINDOWS])
 {
@@ -1225,15 +1225,8 @@ row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uin
 			uint64_t n[HW_CHILD_WINDOWS] = {0};
 
 			for (uint64_t e = k0; e < e1; e++)
-			{
-				if (pt[e] > obs)
-					continue;
-				n[0]++;
-				if (pt[e] == HW_NO_TIME || obs == HW_NO_CUTOFF)
-					continue;
-				for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && pt[e] > obs - s->cnt_win_us[j]; j--)
-					n[j]++;
-			}
+				if (pt[e] <= obs)
+					tally_windows(s, pt[e], obs, n);
 			for (int j = 0; j < HW_CHILD_WINDOWS; j++)
 				c[j] = sat16(n[j]);
 		}
