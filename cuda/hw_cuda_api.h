@@ -24,6 +24,8 @@ int hw_cuda_device_describe(int dev, char *buf, size_t buflen);
 /* backend_cuda.cu: the backend table of backend.h on GPU `device`. */
 HwBackend *hw_backend_cuda_create(int device, HwError *err);
 int        hw_cuda_backend_create(int device, HwBackend **out, HwError *err);   /* same, status form */
+/* HW_OK when every non-optional entry of backend.h's table is filled (no GPU needed). */
+int        hw_cuda_backend_check_table(HwError *err);
 
 /*
  * backend.h's compute entries return void.  On this backend the first CUDA /

@@ -37,7 +37,11 @@
  *    tighter on average but fails on tail elements (seen in the host
  *    simulation, test/gpu/host_sim, which rounds like cuBLAS).
  *  - attention outputs: S-term fp32 weighted sums of O(1) values in another
- *    order: atol 5e-5 (the host simulation saw 1.6e-5 on a full mask, S 200).
+ *    order: atol 5e-5 (the host simulation saw 1.6e-5 on a full mask, S 200),
+ *    gradients atol 1e-4 + rtol 1e-3, both at S <= 200 and grown with the
+ *    round-off of an S-term sum, sqrt(S / 200), beyond: on an H100
+ *    (2026-11-26) a full mask at S 1024, dh 64 put 2 of 2.1M dk entries at
+ *    1.5e-4 from the CPU's (bound then 1.15e-4; now 2.6e-4).
  *  - whole step, compared per parameter tensor t as |gpu_t - cpu_t| <= rtol
  *    |cpu_t| (L2 norms over the tensor), for the gradients and for the
  *    update p1 - p0 (both models start from the same bits).  The step-1
@@ -472,6 +476,7 @@ test_attention(int dh, int B_, int S_, int H)
 	Dual dq_ = dual(q, nq * 4), dk_ = dual(k, nq * 4), dv_ = dual(v, nq * 4), ddo = dual(dout, nq * 4);
 	Dual out = dual(NULL, nq * 4), lse = dual(NULL, (size_t) B * H * S * 4);
 	Dual gq = dual(NULL, nq * 4), gk = dual(NULL, nq * 4), gv = dual(NULL, nq * 4);
+	double grow = S > 200 ? sqrt(S / 200.0) : 1.0;   /* round-off of S-term sums (see the top) */
 	const uint16_t *perms[4] = { b->col_perm, b->out_perm, b->in_perm, NULL };
 	const char *kinds[4] = { "column", "outbound", "inbound", "full" };
 
@@ -491,17 +496,17 @@ test_attention(int dh, int B_, int S_, int H)
 		cpu->ops->attn_forward(cpu, out.c, lse.c, dq_.c, dk_.c, dv_.c, pc, H, dh);
 		gpu->ops->attn_forward(gpu, out.g, lse.g, dq_.g, dk_.g, dv_.g, pg, H, dh);
 		snprintf(what, sizeof(what), "%s: out", kinds[kind]);
-		EXPECT(cmp(what, out, nq, 5e-5, 1e-4));
+		EXPECT(cmp(what, out, nq, 5e-5 * grow, 1e-4));
 		snprintf(what, sizeof(what), "%s: lse", kinds[kind]);
 		EXPECT(cmp(what, lse, (size_t) B * H * S, 1e-5, 1e-5));
 		cpu->ops->attn_backward(cpu, gq.c, gk.c, gv.c, ddo.c, out.c, lse.c, dq_.c, dk_.c, dv_.c, pc, H, dh);
 		gpu->ops->attn_backward(gpu, gq.g, gk.g, gv.g, ddo.g, out.g, lse.g, dq_.g, dk_.g, dv_.g, pg, H, dh);
 		snprintf(what, sizeof(what), "%s: dq", kinds[kind]);
-		EXPECT(cmp(what, gq, nq, 1e-4, 1e-3));
+		EXPECT(cmp(what, gq, nq, 1e-4 * grow, 1e-3));
 		snprintf(what, sizeof(what), "%s: dk", kinds[kind]);
-		EXPECT(cmp(what, gk, nq, 1e-4, 1e-3));
+		EXPECT(cmp(what, gk, nq, 1e-4 * grow, 1e-3));
 		snprintf(what, sizeof(what), "%s: dv", kinds[kind]);
-		EXPECT(cmp(what, gv, nq, 1e-4, 1e-3));
+		EXPECT(cmp(what, gv, nq, 1e-4 * grow, 1e-3));
 		cpu->ops->attn_plan_free(cpu, pc);
 		gpu->ops->attn_plan_free(gpu, pg);
 	}
@@ -1563,6 +1568,13 @@ main(int argc, char **argv)
 	HwError err = {0};
 	char desc[256];
 
+	/* The table check needs no GPU: a GPU-less machine still catches a
+	 * backend.h entry the CUDA backend does not implement. */
+	if (hw_cuda_backend_check_table(&err) != HW_OK)
+	{
+		printf("FAIL: %s\n0 passed, 1 failed\n", err.msg);
+		return 1;
+	}
 	if (ndev == 0)
 	{
 		printf("\n"
