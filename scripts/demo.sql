@@ -13,17 +13,7 @@ SELECT table_name, column_name, sql_type, semantic_type, is_time_column AS time,
 FROM rt_describe('shop');
 
 \echo '== three tasks: churn (boolean, query), rating (numerical cell), order status (categorical cell)'
-SELECT rt_create_task('shop', 'churn', query => $$
-  SELECT c.customer_id,
-         timestamptz '2024-10-01 00:00+00' AS obs_time,
-         NOT EXISTS (SELECT 1 FROM shop.orders o
-                     WHERE o.customer_id = c.customer_id
-                       AND o.ordered_at >= timestamptz '2024-10-01 00:00+00'
-                       AND o.ordered_at <  timestamptz '2024-10-01 00:00+00' + interval '60 days') AS churned
-  FROM shop.customers c
-$$);
-SELECT rt_create_task('shop', 'rating', anchor_table => 'reviews', target_column => 'rating');
-SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status');
+\ir demo_tasks.sql
 
 \echo '== rt_train: small preset on the CPU, in a background worker (progress below)'
 SELECT rt_train('shop', steps => :steps, preset => 'small',

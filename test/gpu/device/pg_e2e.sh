@@ -300,21 +300,8 @@ UNION ALL SELECT 'reviews', count(*) FROM shop.reviews;
 SQL
 
 # the demo's model and its three tasks, as scripts/demo.sql makes them
-sql "rt_create_model shop + 3 tasks (scripts/demo.sql)" 90 hw_e2e <<'SQL' || exit 1
-\timing on
-SELECT rt_create_model('shop', 'shop');
-SELECT rt_create_task('shop', 'churn', query => $$
-  SELECT c.customer_id,
-         timestamptz '2024-10-01 00:00+00' AS obs_time,
-         NOT EXISTS (SELECT 1 FROM shop.orders o
-                     WHERE o.customer_id = c.customer_id
-                       AND o.ordered_at >= timestamptz '2024-10-01 00:00+00'
-                       AND o.ordered_at <  timestamptz '2024-10-01 00:00+00' + interval '60 days') AS churned
-  FROM shop.customers c
-$$);
-SELECT rt_create_task('shop', 'rating', anchor_table => 'reviews', target_column => 'rating');
-SELECT rt_create_task('shop', 'order_status', anchor_table => 'orders', target_column => 'status');
-SQL
+sql "rt_create_model shop + 3 tasks (scripts/demo_tasks.sql)" 90 hw_e2e \
+	< <(echo "SELECT rt_create_model('shop', 'shop');"; cat "$REPO/scripts/demo_tasks.sql") || exit 1
 
 # ---------------------------------------------------------------- 8. training + serving, per device
 # The same model, tasks, splits and seed for each device: "restart" starts a new
