@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/accuracy/gbdt.py: the GBDT and trivial baselines of the accuracy benchmark.
 
-    gbdt.py FEATURES.csv SEEDS OUT.tsv
+    gbdt.py FEATURES.csv SEEDS OUT.tsv [PREDS.csv]
 
 FEATURES.csv: task, customer_id, split, label, then numeric features (NULL =
 missing), as written by *_features.sql.  For each task and seed: XGBoost
@@ -9,7 +9,10 @@ missing), as written by *_features.sql.  For each task and seed: XGBoost
 a small grid (depth 3/6; regression also squared vs absolute error) chosen by
 the val metric, evaluated on test.  Trivial baselines on the same test rows:
 the train positive rate (AUROC 0.5) / the train mean and median.
-Appends lines "task<TAB>method<TAB>seed<TAB>metric<TAB>value<TAB>n_test" to OUT.tsv.
+Appends lines "task<TAB>method<TAB>seed<TAB>metric<TAB>value<TAB>n_test" to OUT.tsv,
+and with PREDS.csv the chosen model's test predictions, one row per test row
+(method, seed, task, customer_id, label, pred: test_preds.sql's columns), for
+paired.py.
 """
 import csv
 import sys
@@ -49,6 +52,10 @@ def main():
     path, seeds, out = sys.argv[1], [int(s) for s in sys.argv[2].split()], sys.argv[3]
     feats, tasks = load(path)
     res = open(out, "a")
+    preds = None
+    if len(sys.argv) > 4:
+        preds = csv.writer(open(sys.argv[4], "w", newline=""))
+        preds.writerow(["method", "seed", "task", "customer_id", "label", "pred"])
     for task, lines in tasks.items():
         split = np.array([l[2] for l in lines])
         y = np.array([float(l[3]) for l in lines])
@@ -84,10 +91,14 @@ def main():
                     test = np.abs(y[te] - pte).mean()
                     better = best is None or val < best[0]
                 if better:
-                    best = (val, test, obj, depth, model.best_iteration)
+                    best = (val, test, obj, depth, model.best_iteration, pte)
             print(f"  gbdt {task} seed {seed}: val {metric} {best[0]:.4f}, test {best[1]:.4f} "
                   f"({best[2]}, depth {best[3]}, {best[4] + 1} trees)", file=sys.stderr)
             res.write(f"{task}\tGBDT (XGBoost, {len(feats)} SQL features)\t{seed}\t{metric}\t{best[1]:.6f}\t{n_te}\n")
+            if preds:
+                ids = [l[1] for l in lines]
+                for i, p in zip(np.flatnonzero(te), best[5]):
+                    preds.writerow(["GBDT", seed, task, ids[i], y[i], float(p)])
     res.close()
 
 

@@ -19,6 +19,10 @@
 #   over the test rows per candidate, changes no figure), ACC_DUMP (1:
 #   every candidate's val and test predictions in candidates_<db>_<seed>.csv,
 #   candidates_dump.sql, for ensemble_study.py).
+# Always: every run's served test predictions (test_preds.sql) and the
+#   GBDT's (gbdt.py) in preds_*.csv; report.md ends with paired.py's
+#   comparison (the difference and its 95% paired-bootstrap interval over
+#   the test rows).
 #
 # Tasks (rows in acc.rows of each database; *_rows.sql say why):
 #   pagila  heavy_21d (boolean), rentals_21d (numerical): customer x 4 cutoffs,
@@ -91,7 +95,7 @@ done
 t0=$(date +%s)
 for f in $dbs; do
 	q "acc_$f" -f "$here/${f}_features.sql" > "$out/${f}_features.csv"
-	$py "$here/gbdt.py" "$out/${f}_features.csv" "$seeds" "$res"
+	$py "$here/gbdt.py" "$out/${f}_features.csv" "$seeds" "$res" "$out/preds_gbdt_$f.csv"
 done
 echo "features + GBDT: $(( $(date +%s) - t0 )) s, load $(load)"
 
@@ -115,6 +119,8 @@ for seed in $seeds; do
 			FROM rt_tasks('acc_$db') k, LATERAL rt_evaluate(k.task) e
 			WHERE e.metric IN ('auroc', 'mae')" >> "$res"
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"
+		q "acc_$db" -c "SET acc.model = 'acc_$db'" -c "SET acc.seed = $seed" -v dump="$out/preds_hw_${db}_$seed.csv" \
+			-f "$here/test_preds.sql"
 		if [ -n "${ACC_TRAJECTORY:-}" ]; then
 			q "acc_$db" -v model="acc_$db" -f "$here/trajectory.sql" | tee "$out/trajectory_${db}_$seed.txt"
 		fi
@@ -125,4 +131,6 @@ for seed in $seeds; do
 	done
 done
 echo "end $(date -u +%FT%TZ), load $(load)"
-$py "$here/report.py" "$res" | tee "$out/report.md"
+{ $py "$here/report.py" "$res"
+  for db in $dbs; do echo; echo "== $db: headwater vs the GBDT, paired on the test rows"; $py "$here/paired.py" "$out"/preds_*_"$db"*.csv; done
+} | tee "$out/report.md"
