@@ -148,7 +148,8 @@ time_steps(HwModel *m, const HwSynthSpec *sp, int warmup, int steps, int prebuil
 		rc = hw_model_train_step(m, b, &r, err);
 		if (!prebuilt)
 			hw_batch_free(b);
-		*last_loss = r.loss;
+		if (rc == HW_OK)
+			*last_loss = r.loss;
 	}
 	*ms_per_step = (now_s() - t0) * 1e3 / (steps ? steps : 1);
 	for (int i = 0; i < prebuilt; i++)

@@ -41,7 +41,7 @@
  *    gradients atol 1e-4 + rtol 1e-3, both at S <= 200 and grown with the
  *    round-off of an S-term sum, sqrt(S / 200), beyond: on an H100
  *    (2026-11-26) a full mask at S 1024, dh 64 put 2 of 2.1M dk entries at
- *    1.5e-4 from the CPU's (bound then 1.15e-4; now 2.6e-4).
+ *    1.5e-4 from the CPU's (bound then 1.15e-4; now 2.4e-4).
  *  - whole step, compared per parameter tensor t as |gpu_t - cpu_t| <= rtol
  *    |cpu_t| (L2 norms over the tensor), for the gradients and for the
  *    update p1 - p0 (both models start from the same bits).  The step-1
