@@ -2798,6 +2798,19 @@ hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *s
 	return rc;
 }
 
+/*
+ * The random choices of an evaluation or prediction sequence, keyed by what
+ * it is about -- (cfg.seed, task, anchor row, obs time) -- and not by the
+ * seed's index: rt_evaluate (seed batches) and rt_predict (ad-hoc seeds)
+ * then build the same sequence for the same (anchor, obs time), so the
+ * metric rt_evaluate reports is the one of the served predictions.
+ */
+static uint64_t
+sequence_rng(const HwSampler *s, int task, uint32_t anchor_row, int64_t obs_time_us)
+{
+	return hash5(s->cfg.seed, 0x70726564ULL, s->task_key[task], anchor_row, (uint64_t) obs_time_us);
+}
+
 int
 hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int n,
 					  HwBatch **out, HwError *err)
@@ -2825,7 +2838,7 @@ hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int n,
 		specs[b].obs_time_us = t->obs_time_us[si];
 		specs[b].seed_idx = si;
 		specs[b].with_truth = true;
-		specs[b].rng = hash5(s->cfg.seed, 0x73656564ULL, s->task_key[task], si, 0);
+		specs[b].rng = sequence_rng(s, task, t->anchor_row[si], t->obs_time_us[si]);
 	}
 	int rc = build_batch(s, specs, n, out, err);
 
@@ -2917,7 +2930,7 @@ hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_ro
 		specs[b].obs_time_us = obs;
 		specs[b].seed_idx = -1;
 		specs[b].with_truth = false;
-		specs[b].rng = hash5(s->cfg.seed, 0x70726564ULL, s->task_key[task], anchor_rows[b], (uint64_t) obs);
+		specs[b].rng = sequence_rng(s, task, anchor_rows[b], obs);
 		uint32_t m = ctx && nctx ? nctx[b] : 0;
 
 		if (m == 0)

@@ -222,8 +222,9 @@ int hw_sampler_batch(HwSampler *s, int split, uint64_t batch_number,
  * tasks), n = batch size (1..65535), in that order: evaluation walks a
  * split's shard (hw_sampler_shard) in chunks.  The target cell carries the
  * truth.  Randomness (tie-breaks, child sampling) is keyed by (cfg.seed,
- * task name, seed index), so a seed's sequence does not depend on its batch
- * nor on the model's other tasks.
+ * task name, anchor row, obs time), as in hw_sampler_build_for_seeds, so a
+ * seed's sequence does not depend on its batch nor on the model's other
+ * tasks, and is the sequence its prediction gets (truth aside).
  */
 int hw_sampler_seed_batch(HwSampler *s, int task, const uint32_t *seed_idx, int n,
 						  HwBatch **out, HwError *err);

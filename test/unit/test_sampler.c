@@ -662,6 +662,61 @@ shop_setup(void)
 	hw_task_build_cell(shop_task, shop, 3, synth_col_index(shop, 3, "status"), &err);
 }
 
+/* rt_evaluate and rt_predict see the same sequence: a seed batch and the
+ * prediction of the same (anchor, obs time) make the same random choices
+ * (children sampled uniformly from more than fit), target value aside;
+ * and those choices do depend on cfg.seed, so the comparison has teeth. */
+UNIT_TEST(sampler_evaluation_sequence_is_the_prediction_sequence)
+{
+	shop_setup();
+	HwError err = {0};
+	HwSamplerConfig cfg;
+	const int S = 48;
+
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 1;
+	cfg.seq_len = S;
+	cfg.n_threads = 1;
+	cfg.child_sampling = HW_CHILD_UNIFORM;
+	HwSampler *sm = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+
+	cfg.seed += 1;
+	HwSampler *other = hw_sampler_create(shop, &shop_task, 1, &cfg, &err);
+
+	CHECK_MSG(sm != NULL && other != NULL, "%s", err.msg);
+	int compared = 0, seed_dependent = 0;
+
+	for (uint32_t si = 0; si < shop_task->nseeds && compared < 60; si += 7)
+	{
+		HwBatch *eb = NULL, *pb = NULL, *ob = NULL;
+		uint32_t anchor = shop_task->anchor_row[si];
+		int64_t obs = shop_task->obs_time_us[si];
+
+		CHECK(hw_sampler_seed_batch(sm, 0, &si, 1, &eb, &err) == HW_OK);
+		CHECK(hw_sampler_build_for_seeds(sm, 0, &anchor, &obs, 1, &pb, &err) == HW_OK);
+		CHECK(hw_sampler_seed_batch(other, 0, &si, 1, &ob, &err) == HW_OK);
+		if (eb == NULL || pb == NULL || ob == NULL)
+			break;
+		CHECK(memcmp(eb->seq_row_ids, pb->seq_row_ids, sizeof(eb->seq_row_ids[0]) * S) == 0);
+		CHECK(memcmp(eb->column_ids, pb->column_ids, sizeof(int32_t) * S) == 0);
+		CHECK(memcmp(eb->is_target, pb->is_target, S) == 0);
+		CHECK(memcmp(eb->is_padding, pb->is_padding, S) == 0);
+		for (int p = 0; p < S; p++)
+			if (!eb->is_target[p])
+				CHECK(eb->numeric_values[p] == pb->numeric_values[p]);
+		seed_dependent += memcmp(eb->column_ids, ob->column_ids, sizeof(int32_t) * S) != 0 ||
+			memcmp(eb->numeric_values, ob->numeric_values, sizeof(float) * S) != 0;
+		compared++;
+		hw_batch_free(eb);
+		hw_batch_free(pb);
+		hw_batch_free(ob);
+	}
+	CHECK_EQ_INT(compared, 60);
+	CHECK(seed_dependent > 0);
+	hw_sampler_free(sm);
+	hw_sampler_free(other);
+}
+
 /* Caller-given splits: one anchor's seeds in two splits; a train seed's
  * label history leaves out the earlier test seed, a test seed sees the
  * earlier train seed. */
@@ -1235,7 +1290,7 @@ UNIT_TEST(sampler_timestamp_fractional_and_negative)
  * One customer c0 with 40 orders at days 1..40, stored out of time order
  * (order row r is at day (17 r mod 40) + 1), so "most recent" cannot come
  * from the row order.  A query task on c0 without label history, all seeds
- * at the same observation time.
+ * at (almost) the same observation time.
  */
 static HwSnapshot *
 history_db(void)
@@ -1271,7 +1326,9 @@ history_task(const HwSnapshot *s, int n, int64_t obs)
 	{
 		t->anchor_row[i] = 0;
 		t->anchor_key[i] = s->tables[0].key_hash[0];
-		t->obs_time_us[i] = obs;
+		/* i µs apart: a sequence's random draws are keyed by (anchor, obs
+		 * time), so equal times would make 20 copies of one draw */
+		t->obs_time_us[i] = obs == HW_NO_CUTOFF ? obs : obs + i;
 		t->target[i] = i;
 	}
 	hw_task_assign_splits(t, &err);
