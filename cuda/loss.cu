@@ -7,7 +7,7 @@
  * thousand, so this kernel is latency, not throughput; it mirrors the CPU
  * backend formula by formula (stable BCE with logits, Huber delta 1,
  * timestamp weights 1/14 and 2.0, cross-entropy + 1e-4 z-loss with the
- * log-sum-exp in double).
+ * log-sum-exp in double, the ordinal loss's BCE per threshold on t.ord_z).
  */
 #include "hw_cuda.h"
 
@@ -58,6 +58,12 @@ loss_kernel(float *loss, float *dZ, float *dlogits, const float *Z, const float 
 		for (int k = 0; k < K; k++)
 			dlogits[(size_t) b * K + k] = 0.f;
 
+	const float *z_ord = t.ord_levels > 0 ? t.ord_z + (size_t) b * HW_ORD_LEVELS : NULL;
+	float *dz_ord = t.ord_levels > 0 ? t.ord_dz + (size_t) b * HW_ORD_LEVELS : NULL;
+	if (dz_ord)
+		for (int k = 0; k < HW_ORD_LEVELS; k++)
+			dz_ord[k] = 0.f;
+
 	float g, l, tl = 0.f;
 	int isnull = t.is_null[b] != 0;
 	l = bce_logits(z[HW_HEAD_NULL], (float) isnull, &g);
@@ -67,6 +73,17 @@ loss_kernel(float *loss, float *dZ, float *dlogits, const float *Z, const float 
 		switch (stype)
 		{
 			case HW_ST_NUMERICAL:
+				if (t.ord_levels > 0)
+				{
+					/* the ordinal loss: BCE per threshold k < levels on "level > k" */
+					float lv = fminf(fmaxf(nearbyintf(t.num[b] * t.ord_scale + t.ord_shift), 0.0f), (float) t.ord_levels);
+					for (int k = 0; k < t.ord_levels; k++)
+					{
+						tl += bce_logits(z_ord[k], lv > (float) k ? 1.0f : 0.0f, &g);
+						dz_ord[k] = g * scale;
+					}
+					break;
+				}
 				tl = smooth_l1(z[HW_HEAD_NUM] - t.num[b], t.num_loss == HW_NUM_LOSS_MAE ? HW_MAE_SMOOTH : 1.0f, &g);
 				dz[HW_HEAD_NUM] = g * scale;
 				break;

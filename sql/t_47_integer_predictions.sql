@@ -1,5 +1,7 @@
 -- t_47_integer_predictions: a numerical task whose train labels are all
--- integers (counts, ratings) and which is fitted with the MAE loss predicts
+-- integers (counts, ratings) and which is fitted with the MAE loss or, by
+-- default, the ordinal loss (integer labels spanning at most 17 values: the
+-- median of a learnt distribution) predicts
 -- integers (the median of integer labels is one); rt_predict_proba keeps
 -- the unrounded value, which rounds to the prediction.  Not with the huber
 -- loss, nor with fractional labels.  rt_evaluate's MAE is the MAE of what
@@ -18,16 +20,22 @@ SELECT c.customer_id, cut.obs_time,
 FROM t47.customers c,
      (VALUES (timestamptz '2024-06-01 00:00+00'), ('2024-08-01 00:00+00')) cut(obs_time);
 SELECT rt_create_model('m47', 't47') IS NOT NULL AS created;
--- the task summaries say which tasks round
-SELECT t, s ->> 'loss' AS loss, s ->> 'rounds_predictions' AS rounds
+-- the task summaries say which tasks round, and which use the ordinal loss
+SELECT t, s ->> 'loss' AS loss, s ->> 'ordinal_levels' AS levels, s ->> 'rounds_predictions' AS rounds
 FROM (VALUES
   ('counts47', rt_create_task('m47', 'counts47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
+  ('mae47', rt_create_task('m47', 'mae47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
+                           options => '{"loss": "mae"}')),
   ('huber47', rt_create_task('m47', 'huber47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
                              options => '{"loss": "huber"}')),
   ('halves47', rt_create_task('m47', 'halves47', query => $$ SELECT customer_id, obs_time, n / 2 + 0.25 AS h, split FROM t47.rows47 $$)),
   ('rating47', rt_create_task('m47', 'rating47', anchor_table => 'reviews', target_column => 'rating',
                               target_stype => 'numerical'))) v(t, s)
 ORDER BY 1;
+-- the ordinal loss asked for where the labels are not integers: refused, nothing created
+SELECT rt_create_task('m47', 'bad47', query => $$ SELECT customer_id, obs_time, n / 2 + 0.25 AS h, split FROM t47.rows47 $$,
+                      options => '{"loss": "ordinal"}');
+SELECT count(*) AS tasks FROM rt_tasks('m47');
 SELECT r ->> 'state' AS state FROM rt_train('m47', steps => 20, preset => 'tiny',
        options => '{"val_every": 10, "checkpoint_every": 10, "val_batches": 1, "val_rows": 100000, "seed": 5}') r;
 RESET client_min_messages;
@@ -38,7 +46,7 @@ CREATE TEMP TABLE p47 AS
 SELECT t.task, r.customer_id, r.obs_time, r.n, r.split,
        rt_predict(t.task, r.customer_id, r.obs_time) AS pred,
        rt_predict_proba(t.task, r.customer_id, r.obs_time) AS proba
-FROM t47.rows47 r, (VALUES ('counts47'), ('huber47'), ('halves47')) t(task);
+FROM t47.rows47 r, (VALUES ('counts47'), ('mae47'), ('huber47'), ('halves47')) t(task);
 SELECT task, count(*) AS rows,
        count(*) FILTER (WHERE pred = round(pred)) AS integer_predictions,
        count(*) FILTER (WHERE proba ? 'unrounded') AS with_unrounded,

@@ -38,6 +38,15 @@ typedef struct HwLossTargets
 	const float   *ts;           /* [B,15] timestamp encoding (target_stype 2) */
 	const int32_t *cat;          /* [B] category index 0..K-1 (target_stype 4); ignored when is_null */
 	int            num_loss;     /* HwNumLoss of a numerical target */
+	/* The ordinal loss (ord_levels > 0: a numerical target with the
+	 * ordinal loss, and a model with the ordinal head): the label's level
+	 * is nearbyint(num * ord_scale + ord_shift), clamped to 0..ord_levels;
+	 * threshold k < ord_levels is "level > k", with logit ord_z[b * HW_ORD_LEVELS + k]
+	 * and gradient ord_dz (same layout; thresholds >= ord_levels get 0). */
+	int            ord_levels;
+	float          ord_scale, ord_shift;
+	const float   *ord_z;        /* [B, HW_ORD_LEVELS] */
+	float         *ord_dz;       /* [B, HW_ORD_LEVELS] */
 } HwLossTargets;
 
 /* Column offsets inside the head output Z [B, HW_HEAD_Z(D)] (see model.h). */

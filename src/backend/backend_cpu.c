@@ -814,6 +814,23 @@ huber(float d, float *dd)
 	return smooth_l1(d, 1.0f, dd);
 }
 
+/* The ordinal loss of one target (backend.h HwLossTargets): the sum over
+ * thresholds k < levels of BCE(z[k], level > k), level the target's z-score
+ * mapped to its integer level; dz[k] = its gradient * scale. */
+static inline float
+ordinal_loss(const float *z, float num, int levels, float oscale, float oshift, float scale, float *dz)
+{
+	float lv = nearbyintf(num * oscale + oshift), tl = 0, g;
+
+	lv = fminf(fmaxf(lv, 0.0f), (float) levels);
+	for (int k = 0; k < levels; k++)
+	{
+		tl += bce_logits(z[k], lv > (float) k ? 1.0f : 0.0f, &g);
+		dz[k] = g * scale;
+	}
+	return tl;
+}
+
 static void
 cpu_loss_forward_backward(HwBackend *be, float *loss, float *dZ, float *dlogits, const float *Z,
 						  const float *logits, const HwLossTargets *t, int stype, int B, int D,
@@ -828,8 +845,13 @@ cpu_loss_forward_backward(HwBackend *be, float *loss, float *dZ, float *dlogits,
 	{
 		const float *z = Z + (size_t) b * HZ;
 		float       *dz = dZ + (size_t) b * HZ;
+		const float *z_ord = t->ord_levels > 0 ? t->ord_z + (size_t) b * HW_ORD_LEVELS : NULL;
+		float       *dz_ord = t->ord_levels > 0 ? t->ord_dz + (size_t) b * HW_ORD_LEVELS : NULL;
 		float        g, l, tl = 0;
 		int          isnull = t->is_null[b] != 0;
+
+		if (dz_ord)
+			memset(dz_ord, 0, HW_ORD_LEVELS * sizeof(float));
 
 		l = bce_logits(z[HW_HEAD_NULL], (float) isnull, &g);
 		dz[HW_HEAD_NULL] = g * scale;
@@ -838,6 +860,11 @@ cpu_loss_forward_backward(HwBackend *be, float *loss, float *dZ, float *dlogits,
 			switch (stype)
 			{
 				case HW_ST_NUMERICAL:
+					if (t->ord_levels > 0)
+					{
+						tl = ordinal_loss(z_ord, t->num[b], t->ord_levels, t->ord_scale, t->ord_shift, scale, dz_ord);
+						break;
+					}
 					tl = smooth_l1(z[HW_HEAD_NUM] - t->num[b], t->num_loss == HW_NUM_LOSS_MAE ? HW_MAE_SMOOTH : 1.0f, &g);
 					dz[HW_HEAD_NUM] = g * scale;
 					break;

@@ -93,6 +93,12 @@ typedef struct HwBatch
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */
+	/* num_loss ORDINAL (not tensors: from the task, hw_task_ordinal_levels):
+	 * the thresholds in use, 1..HW_ORD_LEVELS (0: not ordinal), and the map
+	 * from a target's z-score to its level, nearbyint(z * ord_scale + ord_shift)
+	 * (ord_scale = target_std, ord_shift = target_mean - target_min). */
+	uint8_t   ord_levels;
+	float     ord_scale, ord_shift;
 	uint32_t  task_idx;
 	uint32_t  cat_emb_start;
 	uint32_t  cat_emb_count;

@@ -28,18 +28,18 @@ hw_stype_from_name(const char *name)
 	return -1;
 }
 
-static const char *const num_loss_names[] = { "huber", "mae" };
+static const char *const num_loss_names[HW_N_NUM_LOSSES] = { "huber", "mae", "ordinal" };
 
 const char *
 hw_num_loss_name(int loss)
 {
-	return loss >= 0 && loss < 2 ? num_loss_names[loss] : NULL;
+	return loss >= 0 && loss < HW_N_NUM_LOSSES ? num_loss_names[loss] : NULL;
 }
 
 int
 hw_num_loss_from_name(const char *s)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < HW_N_NUM_LOSSES; i++)
 		if (s && strcmp(s, num_loss_names[i]) == 0)
 			return i;
 	return -1;

@@ -26,17 +26,26 @@ typedef enum HwSemanticType
 #define HW_N_STYPES 7
 
 /* Loss of a numerical target (a task option; carried by each batch).
- * HUBER: Huber (delta 1) on the z-score: fits the mean, robust to outliers.
- * MAE:   smooth L1 (delta HW_MAE_SMOOTH on the z-score): fits the median,
- *        which is what the MAE that rt_evaluate reports rewards. */
+ * HUBER:   Huber (delta 1) on the z-score: fits the mean, robust to outliers.
+ * MAE:     smooth L1 (delta HW_MAE_SMOOTH on the z-score): fits the median,
+ *          which is what the MAE that rt_evaluate reports rewards.
+ * ORDINAL: integer labels spanning at most HW_ORD_LEVELS + 1 values (counts,
+ *          ratings): one logistic loss per threshold k, on "label > min + k"
+ *          (the model's ordinal head, head.ord); the prediction is the
+ *          median of that distribution.  The default for such labels
+ *          (task.h hw_task_ordinal_levels). */
 typedef enum HwNumLoss
 {
 	HW_NUM_LOSS_HUBER = 0,
-	HW_NUM_LOSS_MAE = 1
+	HW_NUM_LOSS_MAE = 1,
+	HW_NUM_LOSS_ORDINAL = 2
 } HwNumLoss;
+#define HW_N_NUM_LOSSES 3
+/* The ordinal head's thresholds: P(label > min + k), k = 0..HW_ORD_LEVELS-1. */
+#define HW_ORD_LEVELS 16
 
 #define HW_MAE_SMOOTH 0.05f
-const char *hw_num_loss_name(int loss);           /* "huber", "mae"; NULL if out of range */
+const char *hw_num_loss_name(int loss);           /* "huber", "mae", "ordinal"; NULL if out of range */
 int         hw_num_loss_from_name(const char *s); /* -1 if unknown */
 const char *hw_stype_name(int stype);      /* "identifier", ... ; NULL if out of range */
 int         hw_stype_from_name(const char *name);  /* -1 if unknown */

@@ -76,7 +76,9 @@ struct HwModel
 				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b,
 				  o_ts_rel,   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
 				  o_link,     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
-				  o_cnt;      /* enc.cnt.w [D, HW_CNT_DIM]; -1 without child counts */
+				  o_cnt,      /* enc.cnt.w [D, HW_CNT_DIM]; -1 without child counts */
+				  o_ord_w,    /* head.ord.w [HW_ORD_LEVELS, D]; -1 without the ordinal head */
+				  o_ord_b;    /* head.ord.b [HW_ORD_LEVELS] */
 	SubParams    *sp;         /* [L*A] */
 	FfnParams    *fp;         /* [L] */
 
@@ -102,6 +104,7 @@ struct HwModel
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
+	float        *Zo, *dZo;   /* [B, HW_ORD_LEVELS] ordinal head output and its gradient (cfg.ordinal_head) */
 	int           Kmax;
 
 	/* host scratch */
@@ -119,6 +122,8 @@ struct HwModel
 
 	/* current batch */
 	int           B, S, N, U, Uc, K, stype, num_loss;   /* num_loss: HwNumLoss of the batch */
+	int           ord_levels;          /* the batch's ordinal thresholds in use (0: none or no head) */
+	float         ord_scale, ord_shift;
 };
 
 /* ------------------------------------------------------------------ config */
@@ -141,6 +146,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->link_types = 1;
 	c->child_counts = 1;
 	c->child_means = 1;
+	c->ordinal_head = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -165,7 +171,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means) F(ema_decay)
+	I(child_counts) I(child_means) I(ordinal_head) F(ema_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -196,6 +202,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->link_types = c->link_types ? 1 : 0;
 	c->child_counts = c->child_counts ? 1 : 0;
 	c->child_means = c->child_counts && c->child_means ? 1 : 0;     /* they ride on enc.cnt.w */
+	c->ordinal_head = c->ordinal_head ? 1 : 0;
 	return HW_OK;
 }
 
@@ -353,6 +360,8 @@ build_params(HwModel *m)
 	m->o_ts_rel = m->cfg.rel_time ? addp(m, "enc.ts_rel.w", 2, D, HW_REL_TIME_DIM, &ok) : -1;
 	m->o_link = m->cfg.link_types ? addp(m, "enc.link.w", 2, D, HW_LINK_DIM, &ok) : -1;
 	m->o_cnt = m->cfg.child_counts ? addp(m, "enc.cnt.w", 2, D, HW_CNT_DIM, &ok) : -1;
+	m->o_ord_w = m->cfg.ordinal_head ? addp(m, "head.ord.w", 2, HW_ORD_LEVELS, D, &ok) : -1;
+	m->o_ord_b = m->cfg.ordinal_head ? addp(m, "head.ord.b", 1, HW_ORD_LEVELS, 1, &ok) : -1;
 	return ok;
 }
 
@@ -535,6 +544,8 @@ layout_activations(HwModel *m, HwArena *a)
 	m->E = hw_arena_floats(a, (int64_t) m->Kmax * D);
 	m->dE = hw_arena_floats(a, (int64_t) m->Kmax * D);
 	m->lossb = hw_arena_floats(a, B);
+	m->Zo = hw_arena_floats(a, B * HW_ORD_LEVELS);
+	m->dZo = hw_arena_floats(a, B * HW_ORD_LEVELS);
 }
 
 static void
@@ -1263,6 +1274,10 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 	m->Uc = Uc;
 	m->stype = bt->target_stype;
 	m->num_loss = bt->num_loss;
+	/* a model without the ordinal head fits such a task by MAE (HwNumLoss) */
+	m->ord_levels = m->cfg.ordinal_head && bt->target_stype == HW_ST_NUMERICAL ? bt->ord_levels : 0;
+	m->ord_scale = bt->ord_scale;
+	m->ord_shift = bt->ord_shift;
 	o->memcpy_h2d(be, m->d_stype, bt->semantic_types, N);
 	o->memcpy_h2d(be, m->d_col, bt->column_ids, sizeof(int32_t) * N);
 	o->memcpy_h2d(be, m->d_is_null, bt->is_null, N);
@@ -1464,6 +1479,13 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 				  (LinArgs){ .Y = m->E, .X = m->catblock, .W = P(m->o_cat_w), .dY = m->dE,
 							 .dW = G(m->o_cat_w), .db = G(m->o_cat_b), .M = m->K, .Nout = D, .K = Dt,
 							 .ldx = Dt, .ldy = D, .dw_beta = 1.0f }, P(m->o_cat_b));
+	/* recorded before "heads": the backward runs heads first, which
+	 * writes dhf (dx_beta 0), then this, which adds to it */
+	if (m->ord_levels > 0)
+		op_linear(m, "ord_head", "hf,head.ord.w,head.ord.b",
+				  (LinArgs){ .Y = m->Zo, .X = m->hf, .W = P(m->o_ord_w), .dY = m->dZo, .dX = m->dhf,
+							 .dW = G(m->o_ord_w), .db = G(m->o_ord_b), .M = B, .Nout = HW_ORD_LEVELS, .K = D,
+							 .ldx = D, .ldy = HW_ORD_LEVELS, .dx_beta = 1.0f, .dw_beta = 1.0f }, P(m->o_ord_b));
 	op_linear(m, "heads", "hf,head.w,head.b",
 			  (LinArgs){ .Y = m->Z, .X = m->hf, .W = P(m->o_head_w), .dY = m->dZ, .dX = m->dhf,
 						 .dW = G(m->o_head_w), .db = G(m->o_head_b), .M = B, .Nout = HZ, .K = D,
@@ -1475,7 +1497,9 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 							 .ldx = HZ, .ldy = m->K, .dx_beta = 1.0f, .dw_beta = 0.0f }, NULL);
 	{
 		HwLossTargets t = { .is_null = m->d_tnull, .num = m->d_tnum, .boolv = m->d_tbool, .ts = m->d_tts,
-							.cat = m->d_tcat, .num_loss = m->num_loss };
+							.cat = m->d_tcat, .num_loss = m->num_loss == HW_NUM_LOSS_ORDINAL ? HW_NUM_LOSS_MAE : m->num_loss,
+							.ord_levels = m->ord_levels, .ord_scale = m->ord_scale, .ord_shift = m->ord_shift,
+							.ord_z = m->Zo, .ord_dz = m->dZo };
 
 		t0 = hw_now_ms();
 		o->loss_forward_backward(be, m->lossb, m->dZ, m->dlogits, m->Z, m->logits, &t, m->stype, B, D,
@@ -1589,21 +1613,55 @@ hw_predictions_free(HwPredictions *p)
 /* Copies the heads' outputs of the current batch (m->Z, m->logits) to pred
  * and decodes them (sigmoid, softmax over the category block); with_loss:
  * also the per-sequence loss (training forward only). */
+float
+hw_ordinal_median_level(const float *logits, int levels)
+{
+	/* S_k = P(level > k); S_-1 = 1.  The median is the first k with
+	 * S_k < 1/2 (not assuming the S_k decrease: the first crossing). */
+	float prev = 1.0f;
+
+	for (int k = 0; k < levels; k++)
+	{
+		float sk = 1.0f / (1.0f + expf(-logits[k]));
+
+		if (sk < 0.5f)
+		{
+			/* inside [k - 1/2, k + 1/2), nearer k - 1/2 as S_{k-1} nears 1/2 */
+			float f = (prev - 0.5f) / (prev - sk);
+
+			f = fminf(fmaxf(f, 0.001f), 0.999f);
+			return (float) k - 0.5f + f;
+		}
+		prev = sk;
+	}
+	/* every threshold passed: the top level, above it as S nears 1 */
+	return (float) levels - 0.5f + fminf(fmaxf(prev, 0.501f), 0.999f);
+}
+
+float
+hw_ordinal_median_z(const float *logits, int levels, float scale, float shift)
+{
+	return (hw_ordinal_median_level(logits, levels) - shift) / (scale != 0 ? scale : 1.0f);
+}
+
 static int
 decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err)
 {
 	int    rc, B = m->B, HZ = HW_HEAD_Z(m->D), K = m->K;
-	float *Z, *lg;
+	float *Z, *lg, *zo;
 
 	if (pred->B < B || pred->K < K)
 		return hw_error_set(err, HW_ERR_INVALID, "prediction buffers sized %d x %d, batch needs %d x %d", pred->B, pred->K, B, K);
-	Z = malloc(sizeof(float) * ((size_t) B * HZ + (size_t) B * (K > 0 ? K : 1)));
+	Z = malloc(sizeof(float) * ((size_t) B * HZ + (size_t) B * (K > 0 ? K : 1) + (size_t) B * HW_ORD_LEVELS));
 	if (!Z)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
 	lg = Z + (size_t) B * HZ;
+	zo = lg + (size_t) B * (K > 0 ? K : 1);
 	m->be->ops->memcpy_d2h(m->be, Z, m->Z, sizeof(float) * B * HZ);
 	if (K > 0)
 		m->be->ops->memcpy_d2h(m->be, lg, m->logits, sizeof(float) * B * K);
+	if (m->ord_levels > 0)
+		m->be->ops->memcpy_d2h(m->be, zo, m->Zo, sizeof(float) * B * HW_ORD_LEVELS);
 	if (with_loss)
 		m->be->ops->memcpy_d2h(m->be, pred->loss, m->lossb, sizeof(float) * B);
 	else
@@ -1622,7 +1680,11 @@ decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err
 		memcpy(pred->ts + b * 15, z + HW_HEAD_TS, 15 * sizeof(float));
 		switch (m->stype)
 		{
-			case HW_ST_NUMERICAL: pred->value[b] = z[HW_HEAD_NUM]; break;
+			case HW_ST_NUMERICAL:
+				pred->value[b] = m->ord_levels > 0
+					? hw_ordinal_median_z(zo + (size_t) b * HW_ORD_LEVELS, m->ord_levels, m->ord_scale, m->ord_shift)
+					: z[HW_HEAD_NUM];
+				break;
 			case HW_ST_BOOLEAN: pred->value[b] = 1.0f / (1.0f + expf(-z[HW_HEAD_BOOL])); break;
 			case HW_ST_TIMESTAMP: pred->value[b] = z[HW_HEAD_TS + 14]; break;
 			case HW_ST_CATEGORICAL:
@@ -1806,6 +1868,11 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 	}
 	gemm_blocks(m, B, 1, HZ, D, m->hf, D, P(m->o_head_w), 0.0f, m->Z, HZ);
 	o->add_bias(be, m->Z, P(m->o_head_b), B, HZ);
+	if (m->ord_levels > 0)
+	{
+		gemm_blocks(m, B, 1, HW_ORD_LEVELS, D, m->hf, D, P(m->o_ord_w), 0.0f, m->Zo, HW_ORD_LEVELS);
+		o->add_bias(be, m->Zo, P(m->o_ord_b), B, HW_ORD_LEVELS);
+	}
 	if (m->K > 0)
 		gemm_blocks(m, B, 1, m->K, D, m->Z + HW_HEAD_CAT, HZ, m->E, 0.0f, m->logits, m->K);
 	return HW_OK;

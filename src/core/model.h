@@ -43,7 +43,9 @@
  *   head.cat.b [D]          contiguous [18+D]                        AdamW
  *   enc.ts_rel.w [D,20]     only when cfg.rel_time, after the heads  Muon, wd
  *   enc.link.w [D,32]       only when cfg.link_types, after those    Muon, wd
- *   enc.cnt.w [D,384]       only when cfg.child_counts, last         Muon, wd
+ *   enc.cnt.w [D,384]       only when cfg.child_counts, after those  Muon, wd
+ *   head.ord.w [16,D]       only when cfg.ordinal_head, last         Muon, wd
+ *   head.ord.b [16]         (its own GEMM: Zo [B,16])                AdamW
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
@@ -164,6 +166,12 @@ typedef struct HwModelConfig
 	 * blobs before version 6 load as 0).  Averaging the recent steps
 	 * smooths the noise of small-batch steps on a small training set. */
 	float    ema_decay;
+	/* 1 (the presets): the ordinal head, Zo = hf @ head.ord.w^T + head.ord.b
+	 * [B, HW_ORD_LEVELS], logits of P(label > min + k) for the numerical
+	 * tasks with the ordinal loss (hw_task_ordinal_levels); their prediction
+	 * is the median of that distribution.  0: none, such tasks train with
+	 * the MAE loss (state blobs before version 7 load as 0). */
+	int32_t  ordinal_head;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -280,6 +288,14 @@ typedef struct HwPredictions
 	float  *loss;              /* [B] per-sequence cell loss */
 } HwPredictions;
 HwPredictions *hw_predictions_alloc(int32_t B, int32_t K);
+/* The ordinal head's prediction (HwBatch.ord_levels > 0): from the logits of
+ * S_k = P(level > k), k < levels, the median level m (the first k with
+ * S_k < 1/2; levels if none) as a value that rounds to m: m - 1/2 + f, f in
+ * (0, 1) growing with S_{m-1} - 1/2 against S_{m-1} - S_m, so that the
+ * value before rounding says how near the median came to m - 1 or m + 1.
+ * _z: that value as the task's z-score, (level - shift) / scale. */
+float hw_ordinal_median_level(const float *logits, int levels);
+float hw_ordinal_median_z(const float *logits, int levels, float scale, float shift);
 void           hw_predictions_free(HwPredictions *p);
 
 /* Forward only, no update: mean loss and (if pred != NULL, sized >= B, K)
@@ -358,9 +374,10 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 6     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 7     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
-									  * when > 0, the parameter average; 1..5 still load */
+									  * when > 0, the parameter average; 7: + ordinal_head;
+									  * 1..6 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

@@ -2678,6 +2678,8 @@ build_batch(HwSampler *s, const SeqSpec *specs, int B, HwBatch **out, HwError *e
 
 	bt->target_stype = (uint8_t) t->target_stype;
 	bt->num_loss = (uint8_t) t->num_loss;
+	bt->ord_levels = (uint8_t) hw_task_ordinal_levels(t);
+	hw_task_ordinal_map(t, &bt->ord_scale, &bt->ord_shift);
 	bt->task_idx = (uint32_t) specs[0].task;
 	bt->cat_emb_start = t->target_stype == HW_ST_CATEGORICAL ? (uint32_t) t->cat_base : 0;
 	bt->cat_emb_count = t->target_stype == HW_ST_CATEGORICAL ? t->cat_count : 0;

@@ -247,13 +247,16 @@ assign_splits(HwTask *t, HwError *err)
  * least one, not all equal).  A cell task's labels come back from float32
  * z-scores (value * std + mean), so "integer" allows the rounding error of
  * that trip: about 2^-24 of |value - mean|, well inside the tolerance.
+ * Also sets target_min and target_span (hw_task_ordinal_levels).
  */
 static bool
-train_labels_integer(const HwTask *t)
+train_labels_integer(HwTask *t)
 {
-	bool    any = false, varies = false;
-	double  first = 0;
+	bool    any = false;
+	double  lo = 0, hi = 0;
 
+	t->target_min = 0;
+	t->target_span = 0;
 	if (t->target_stype != HW_ST_NUMERICAL)
 		return false;
 	for (uint32_t i = 0; i < t->nseeds; i++)
@@ -265,13 +268,16 @@ train_labels_integer(const HwTask *t)
 		if (!isfinite(y) || fabs(y) > 1e15 ||
 			fabs(y - nearbyint(y)) > 1e-5 * (1.0 + fabs(y) + fabs(t->target_mean)))
 			return false;
-		if (!any)
-			first = nearbyint(y);
-		else if (nearbyint(y) != first)
-			varies = true;
+		y = nearbyint(y);
+		lo = any ? fmin(lo, y) : y;
+		hi = any ? fmax(hi, y) : y;
 		any = true;
 	}
-	return any && varies;
+	if (!any || hi == lo)
+		return false;
+	t->target_min = lo;
+	t->target_span = hi - lo > INT32_MAX ? INT32_MAX : (int32_t) (hi - lo);
+	return true;
 }
 
 int

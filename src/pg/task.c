@@ -371,7 +371,9 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("bad value for option \"loss\" of task \"%s\"", task),
 								errhint("loss (numerical targets): \"mae\" (the default: fits the median, what MAE "
-										"rewards) or \"huber\" (fits the mean, what RMSE rewards).")));
+										"rewards), \"ordinal\" (the default instead for integer labels spanning at most %d "
+										"values: the median of a learnt distribution) or \"huber\" (fits the mean, what RMSE rewards).",
+										HW_ORD_LEVELS + 1)));
 		}
 		else if (strcmp(key, "label_history") == 0)
 		{
@@ -440,7 +442,10 @@ apply_options(HwTask *t, const TaskOpts *o)
 	t->split_val_from_us = o->val_from_us;
 	t->split_test_from_us = o->test_from_us;
 	if (o->num_loss >= 0)
+	{
 		t->num_loss = (int8_t) o->num_loss;
+		t->num_loss_given = true;
+	}
 }
 
 static bool
@@ -1258,6 +1263,12 @@ rt_create_task(PG_FUNCTION_ARGS)
 						errmsg("option \"loss\" of task \"%s\" applies to numerical targets, not %s", tname,
 							   hw_stype_name(t->target_stype)),
 						errhint("Drop the option: boolean and categorical targets use cross-entropy.")));
+	if (opts.num_loss == HW_NUM_LOSS_ORDINAL && hw_task_ordinal_levels(t) == 0)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("option \"loss\" of task \"%s\" is \"ordinal\", but its train labels are not integers spanning 2 to %d values",
+							   tname, HW_ORD_LEVELS + 1),
+						errhint("Use \"mae\" or \"huber\", or leave the option out: integer labels spanning at most %d values get the ordinal loss by default.",
+								HW_ORD_LEVELS + 1)));
 
 	/* store (as the owner of headwater's tables) */
 	{
@@ -1367,8 +1378,10 @@ rt_create_task(PG_FUNCTION_ARGS)
 		json_num(&js, t->target_mean);
 		appendStringInfoString(&js, ", \"target_std\": ");
 		json_num(&js, t->target_std);
-		json_kv_str(&js, "loss", hw_num_loss_name(t->num_loss), true);
-		/* integer train labels and the MAE loss: integer predictions */
+		json_kv_str(&js, "loss", hw_num_loss_name(hw_task_effective_loss(t)), true);
+		if (hw_task_ordinal_levels(t) > 0)
+			appendStringInfo(&js, ", \"ordinal_levels\": %d", hw_task_ordinal_levels(t));
+		/* integer train labels and the MAE or ordinal loss: integer predictions */
 		if (hw_task_rounds_predictions(t))
 			appendStringInfoString(&js, ", \"rounds_predictions\": true");
 	}
@@ -1611,7 +1624,10 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 			int   nl = loss ? hw_num_loss_from_name(loss) : -1;
 
 			if (nl >= 0)        /* validated at creation; absent = the default */
+			{
 				t->num_loss = (int8_t) nl;
+				t->num_loss_given = true;
+			}
 		}
 		int at = snap ? snap_table(snap, anchor) : -1;
 

@@ -63,7 +63,7 @@ fix_free(Fix *f)
  * of the Huber loss or a max(|q|,eps) can sit inside [w-h, w+h]) and a
  * median relative error below 1e-2 on entries with |g| > 1e-3. */
 static void
-gradcheck(int stype, int full)
+gradcheck_ord(int stype, int full, int ord_levels)
 {
 	Fix           f;
 	HwError       err = {0};
@@ -78,6 +78,10 @@ gradcheck(int stype, int full)
 	c.batch_size = 2;
 	c.full_attention = full;
 	CHECK(fix_make(&f, stype, 2, 24, 1, &c));
+	/* the ordinal loss: level = nearbyint(z * 1.5 + 2), thresholds 0..ord_levels-1 */
+	f.b->ord_levels = (uint8_t) ord_levels;
+	f.b->ord_scale = 1.5f;
+	f.b->ord_shift = 2.0f;
 	CHECK_EQ_INT(hw_model_forward_backward(f.m, f.b, &loss, &err), HW_OK);
 	hw_rng_seed(&r, 11);
 	for (int i = 0; i < hw_model_n_params(f.m); i++)
@@ -117,7 +121,15 @@ gradcheck(int stype, int full)
 	CHECK_MSG(nbad * 100 <= 3 * ntot, "stype %d: %d of %d sampled gradients disagree with finite differences", stype, nbad, ntot);
 }
 
+static void
+gradcheck(int stype, int full)
+{
+	gradcheck_ord(stype, full, 0);
+}
+
 UNIT_TEST(model_gradcheck_numerical) { gradcheck(HW_ST_NUMERICAL, 0); }
+/* through the ordinal head (head.ord.w, head.ord.b get gradients; the regression head none) */
+UNIT_TEST(model_gradcheck_numerical_ordinal) { gradcheck_ord(HW_ST_NUMERICAL, 0, 4); }
 UNIT_TEST(model_gradcheck_boolean) { gradcheck(HW_ST_BOOLEAN, 0); }
 UNIT_TEST(model_gradcheck_categorical) { gradcheck(HW_ST_CATEGORICAL, 0); }
 UNIT_TEST(model_gradcheck_timestamp_full_attention) { gradcheck(HW_ST_TIMESTAMP, 1); }

@@ -621,6 +621,90 @@ UNIT_TEST(ops_loss_heads_all_types)
 	hw_backend_destroy(be);
 }
 
+/* The ordinal loss (a numerical target with ord_levels > 0): against a naive
+ * reference -- the label's level from its z-score by the map, clamped, and
+ * one BCE per threshold -- by value and by finite differences of the
+ * thresholds' logits; the regression column gets no gradient, a NULL target
+ * none on the thresholds, and thresholds >= ord_levels none. */
+typedef struct OrdCtx { int B, levels; double scale, shift; const float *num; const uint8_t *isn; double *zo; } OrdCtx;
+
+static double
+ord_ref(void *c)
+{
+	OrdCtx *k = c;
+	double  L = 0;
+
+	for (int b = 0; b < k->B; b++)
+	{
+		if (k->isn[b])
+			continue;
+		double lv = floor(k->num[b] * k->scale + k->shift + 0.5);
+
+		lv = lv < 0 ? 0 : lv > k->levels ? k->levels : lv;
+		for (int j = 0; j < k->levels; j++)
+			L += bce(k->zo[b * HW_ORD_LEVELS + j], lv > j ? 1.0 : 0.0);
+	}
+	return L / k->B;
+}
+
+UNIT_TEST(ops_loss_ordinal_matches_reference)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	int        B = 9, D = 6, K = 5, HZ = HW_HEAD_Z(D), levels = 5;
+	float     *Z, *lg, *zo, *tnum, *tts, *loss = malloc(sizeof(float) * B), *dZ = malloc(sizeof(float) * B * HZ);
+	float     *dl = malloc(sizeof(float) * B * K), *dzo = malloc(sizeof(float) * B * HW_ORD_LEVELS);
+	uint8_t    isn[9], bv[9];
+	int32_t    cat[9];
+	double     tot = 0, *rzo = malloc(sizeof(double) * B * HW_ORD_LEVELS);
+	int        seen[6] = {0};
+
+	hw_rng_seed(&R, 16);
+	Z = randf(B * HZ, 1.5);
+	lg = randf(B * K, 2);
+	zo = randf(B * HW_ORD_LEVELS, 2);
+	tnum = randf(B, 1.5);
+	tts = randf(B * 15, 1.5);
+	for (int b = 0; b < B; b++)
+	{
+		isn[b] = b == 4;
+		bv[b] = 0;
+		cat[b] = 0;
+	}
+	/* levels = nearbyint(z * 2 + 2.5 - 0.5) -> 2z + 2, clamped to 0..5: make
+	 * sure the batch has a 0 (clamped from below), a 5 (from above) and one between */
+	tnum[0] = -1.8f;
+	tnum[1] = 2.6f;
+	tnum[2] = 0.4f;
+	HwLossTargets t = { isn, tnum, bv, tts, cat, HW_NUM_LOSS_MAE, levels, 2.0f, 2.0f, zo, dzo };
+	OrdCtx        c = { B, levels, 2.0, 2.0, tnum, isn, tod(zo, B * HW_ORD_LEVELS) };
+
+	for (int b = 0; b < B; b++)
+		if (!isn[b])
+		{
+			double lv = floor(tnum[b] * 2.0 + 2.0 + 0.5);
+
+			seen[lv < 0 ? 0 : lv > 5 ? 5 : (int) lv]++;
+		}
+	CHECK(seen[0] > 0 && seen[5] > 0);
+	be->ops->loss_forward_backward(be, loss, dZ, dl, Z, lg, &t, HW_ST_NUMERICAL, B, D, K, 1.0f / B);
+	for (int b = 0; b < B; b++)
+		tot += loss[b] - bce(Z[b * HZ], isn[b]);      /* minus each row's NULL BCE */
+	CHECK_CLOSE(tot / B, ord_ref(&c), 1e-5, 1e-5);
+	fd_grad(rzo, c.zo, B * HW_ORD_LEVELS, ord_ref, &c);
+	CHECK(close_arr(dzo, rzo, B * HW_ORD_LEVELS, 1e-5, RTOL, "ordinal dzo"));
+	for (int b = 0; b < B; b++)
+	{
+		CHECK(dZ[b * HZ + HW_HEAD_NUM] == 0.0f);
+		for (int j = levels; j < HW_ORD_LEVELS; j++)
+			CHECK(dzo[b * HW_ORD_LEVELS + j] == 0.0f);
+	}
+	for (int j = 0; j < HW_ORD_LEVELS; j++)
+		CHECK(dzo[4 * HW_ORD_LEVELS + j] == 0.0f);
+	free(Z); free(lg); free(zo); free(tnum); free(tts); free(loss); free(dZ); free(dl); free(dzo); free(rzo); free(c.zo);
+	hw_backend_destroy(be);
+}
+
 /* ------------------------------------------------------------ reductions */
 
 UNIT_TEST(ops_bias_backward_and_sumsq)

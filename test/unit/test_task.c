@@ -6,6 +6,7 @@
 #include "unit.h"
 #include "synth_snapshot.h"
 #include "task.h"
+#include "model.h"
 #include "timeenc.h"
 
 #include <stdlib.h>
@@ -447,5 +448,100 @@ UNIT_TEST(task_integer_labels_round_predictions)
 	t->target_stype = HW_ST_BOOLEAN;
 	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
 	CHECK(!t->target_integer);
+	hw_task_free(t);
+}
+
+static float
+logit(double p)
+{
+	return (float) log(p / (1 - p));
+}
+
+/* The ordinal loss: which tasks get it (integer train labels spanning at most
+ * HW_ORD_LEVELS + 1 values, the loss not given or "ordinal"), the level map,
+ * and the median it predicts, hand-computed (model.h hw_ordinal_median_level). */
+UNIT_TEST(task_ordinal_levels_and_median)
+{
+	HwError err = {0};
+	HwTask *t = random_query_task("counts", 300, 5);      /* labels i % 17: 0..16 */
+	float   scale, shift;
+
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	hw_task_compute_stats(t);
+	CHECK_CLOSE(t->target_min, 0.0, 0, 0);
+	CHECK_EQ_INT(t->target_span, 16);
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 16);            /* the default */
+	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_ORDINAL);
+	CHECK(hw_task_rounds_predictions(t));
+	/* every train label maps to its level through the float32 z-score */
+	hw_task_ordinal_map(t, &scale, &shift);
+	for (uint32_t i = 0; i < t->nseeds; i++)
+	{
+		float z = (float) ((t->target[i] - t->target_mean) / t->target_std);
+
+		CHECK_CLOSE(nearbyintf(z * scale + shift), t->target[i] - t->target_min, 0, 0);
+	}
+	/* "mae" given: the regression, rounded */
+	t->num_loss_given = true;
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
+	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
+	CHECK(hw_task_rounds_predictions(t));
+	t->num_loss = HW_NUM_LOSS_ORDINAL;
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 16);
+	t->num_loss = HW_NUM_LOSS_HUBER;
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
+	CHECK(!hw_task_rounds_predictions(t));
+	t->num_loss = HW_NUM_LOSS_MAE;
+	t->num_loss_given = false;
+	/* 18 values (span 17): too many for the head, the regression */
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		t->target[i] = 3 + i % 18;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	CHECK_EQ_INT(t->target_span, 17);
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
+	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
+	t->num_loss = HW_NUM_LOSS_ORDINAL;      /* asked for, but cannot: MAE (rt_create_task refuses it) */
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
+	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
+	t->num_loss = HW_NUM_LOSS_MAE;
+	/* ratings 1..5 */
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		t->target[i] = 1 + i % 5;
+	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
+	hw_task_compute_stats(t);
+	CHECK_CLOSE(t->target_min, 1.0, 0, 0);
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 4);
+	hw_task_ordinal_map(t, &scale, &shift);
+
+	/* the median: S = P(level > k) = 0.9, 0.7, 0.4, 0.1 -> level 2, and the
+	 * value m - 1/2 + (S_1 - 1/2) / (S_1 - S_2) = 1.5 + 0.2 / 0.3 */
+	float lg[4] = { logit(0.9), logit(0.7), logit(0.4), logit(0.1) };
+
+	CHECK_CLOSE(hw_ordinal_median_level(lg, 4), 1.5 + 0.2 / 0.3, 1e-5, 0);
+	/* as the task's prediction: rating 1 + 2 = 3, unrounded 3.1667 */
+	{
+		double raw, v = hw_task_decode_numerical(t, hw_ordinal_median_z(lg, 4, scale, shift), &raw);
+
+		CHECK_CLOSE(v, 3.0, 0, 0);
+		CHECK_CLOSE(raw, 1 + 1.5 + 0.2 / 0.3, 1e-5, 0);
+	}
+	/* S_0 below 1/2: level 0, S_-1 = 1: -0.5 + 0.5 / 0.7 */
+	lg[0] = logit(0.3);
+	CHECK_CLOSE(hw_ordinal_median_level(lg, 4), -0.5 + 0.5 / 0.7, 1e-5, 0);
+	/* not decreasing: the first crossing (0.8, 0.3, 0.6, ...) -> level 1 */
+	lg[0] = logit(0.8); lg[1] = logit(0.3); lg[2] = logit(0.6);
+	CHECK_CLOSE(nearbyintf(hw_ordinal_median_level(lg, 4)), 1.0, 0, 0);
+	/* every threshold passed: the top level, 3 of 3 thresholds at S_2 = 0.6 -> 3.1 */
+	lg[0] = logit(0.9); lg[1] = logit(0.8); lg[2] = logit(0.6);
+	CHECK_CLOSE(hw_ordinal_median_level(lg, 3), 3.1, 1e-5, 0);
+	/* a value that rounds to the median, whatever the probabilities */
+	for (int a = 1; a < 20; a++)
+		for (int b = 1; b < 20; b++)
+		{
+			float l2[2] = { logit(a / 20.0), logit(b / 20.0) };
+			int   med = a * 2 < 20 ? 0 : b * 2 < 20 ? 1 : 2;
+
+			CHECK_CLOSE(nearbyintf(hw_ordinal_median_level(l2, 2)), (double) med, 0, 0);
+		}
 	hw_task_free(t);
 }

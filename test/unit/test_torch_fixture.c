@@ -288,6 +288,7 @@ run_fixture(const char *tag)
 	cfg.rel_time = 0;     /* the PyTorch reference model has no relative-time features */
 	cfg.link_types = 0;   /* nor link codes */
 	cfg.child_counts = 0; /* nor child counts */
+	cfg.ordinal_head = 0; /* nor the ordinal head */
 	bt = fx_batch(&fx, msg, sizeof(msg));
 	if (!bt)
 	{

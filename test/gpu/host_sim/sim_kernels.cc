@@ -214,6 +214,24 @@ loss_optim(void)
 		snprintf(what, sizeof(what), "loss stype %d dlogits", stypes[s]);
 		CMPV(what, dl1, dl2, 1e-6, 1e-5);
 	}
+	{
+		/* the ordinal loss of a numerical target: levels 0..5 from the z-scores */
+		auto zo = randv((size_t) B * HW_ORD_LEVELS, 2);
+		std::vector<float> l1(B), l2(B), dz1((size_t) B * HZ), dz2((size_t) B * HZ), dl1((size_t) B * K), dl2((size_t) B * K);
+		std::vector<float> do1((size_t) B * HW_ORD_LEVELS, 7.f), do2((size_t) B * HW_ORD_LEVELS, 7.f);
+		HwLossTargets to = t;
+		to.ord_levels = 5;
+		to.ord_scale = 2.0f;
+		to.ord_shift = 2.0f;
+		to.ord_z = zo.data();
+		to.ord_dz = do1.data();
+		cpu->ops->loss_forward_backward(cpu, l1.data(), dz1.data(), dl1.data(), Z.data(), lg.data(), &to, HW_ST_NUMERICAL, B, D, K, 1.0f / B);
+		to.ord_dz = do2.data();
+		hw_k_loss_forward_backward(S0, l2.data(), dz2.data(), dl2.data(), Z.data(), lg.data(), &to, HW_ST_NUMERICAL, B, D, K, 1.0f / B);
+		CMPV("loss ordinal", l1, l2, 1e-5, 1e-5);
+		CMPV("loss ordinal dZ", dz1, dz2, 1e-6, 1e-5);
+		CMPV("loss ordinal dord", do1, do2, 1e-6, 1e-5);
+	}
 	size_t n = 5001;
 	auto p = randv(n, 1), m = randv(n, 0.1f), v = randv(n, 0.1f), g = randv(n, 1);
 	for (auto &x : v) x = fabsf(x);
