@@ -523,7 +523,7 @@ test_attention(int dh, int B_, int S_, int H)
 static void
 test_loss_optim(void)
 {
-	TEST_BEGIN("loss_forward_backward (4 target types), adamw_update, muon_momentum");
+	TEST_BEGIN("loss_forward_backward (4 target types and the ordinal loss), adamw_update, muon_momentum");
 	int B = 19, D = 64, K = 7, HZ = HW_HEAD_Z(D);
 	float *Z = randv((size_t) B * HZ, 2), *lg = randv((size_t) B * K, 3), *num = randv(B, 1.5f), *ts = randv((size_t) B * 15, 1);
 	uint8_t *nul = malloc(B), *bv = malloc(B);
@@ -545,6 +545,26 @@ test_loss_optim(void)
 		EXPECT(cmp(what, gZ, (size_t) B * HZ, 1e-6, 1e-5));
 		if (stypes[s] == HW_ST_CATEGORICAL)
 			EXPECT(cmp("loss stype 4: dlogits", gl, (size_t) B * K, 1e-6, 1e-5));
+	}
+	{
+		/* the ordinal loss of a numerical target (levels 0..6 from the z-scores) */
+		float *zo = randv((size_t) B * HW_ORD_LEVELS, 2);
+		Dual   dzo = dual(zo, (size_t) B * HW_ORD_LEVELS * 4), gzo = dual(NULL, (size_t) B * HW_ORD_LEVELS * 4);
+		HwLossTargets oc = tc, og = tg;
+
+		oc.ord_levels = og.ord_levels = 6;
+		oc.ord_scale = og.ord_scale = 2.0f;
+		oc.ord_shift = og.ord_shift = 3.0f;
+		oc.ord_z = dzo.c; oc.ord_dz = gzo.c;
+		og.ord_z = dzo.g; og.ord_dz = gzo.g;
+		cpu->ops->loss_forward_backward(cpu, loss.c, gZ.c, gl.c, dZ.c, dl.c, &oc, HW_ST_NUMERICAL, B, D, K, 1.0f / B);
+		gpu->ops->loss_forward_backward(gpu, loss.g, gZ.g, gl.g, dZ.g, dl.g, &og, HW_ST_NUMERICAL, B, D, K, 1.0f / B);
+		EXPECT(cmp("loss ordinal: loss", loss, B, 1e-5, 1e-5));
+		EXPECT(cmp("loss ordinal: dZ", gZ, (size_t) B * HZ, 1e-6, 1e-5));
+		EXPECT(cmp("loss ordinal: dord", gzo, (size_t) B * HW_ORD_LEVELS, 1e-6, 1e-5));
+		dual_free(&dzo);
+		dual_free(&gzo);
+		free(zo);
 	}
 
 	size_t n = 100001;
