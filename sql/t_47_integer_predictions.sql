@@ -54,6 +54,14 @@ SELECT task, count(*) AS rows,
                           AND abs((proba ->> 'unrounded')::float8 - pred) <= 0.5
                           AND (proba ->> 'value')::float8 = pred) AS nearest
 FROM p47 GROUP BY 1 ORDER BY 1;
+-- the ordinal loss: rt_predict_proba gives P(label >= v) for each value v
+-- above the smallest train label, and the prediction is their median (the
+-- value before the first v below 1/2); the regression tasks give none
+SELECT task, count(*) FILTER (WHERE proba ? 'p_at_least') AS with_distribution,
+       count(*) FILTER (WHERE pred = coalesce(
+           (SELECT min(k::int) FROM jsonb_each_text(proba -> 'p_at_least') e(k, v) WHERE v::float8 < 0.5) - 1,
+           (SELECT max(k::int) FROM jsonb_each_text(proba -> 'p_at_least') e(k, v)))) AS median_of_distribution
+FROM p47 GROUP BY 1 ORDER BY 1;
 SELECT count(*) FILTER (WHERE pred <> round(pred)) > 0 AS huber_fractional
 FROM p47 WHERE task = 'huber47';
 SELECT count(*) AS rows, count(*) FILTER (WHERE p = round(p)) AS integer_predictions

@@ -1589,7 +1589,8 @@ hw_predictions_alloc(int32_t B, int32_t K)
 	p->ts = calloc((size_t) B * 15, sizeof(float));
 	p->cat_probs = calloc((size_t) B * (K > 0 ? K : 1), sizeof(float));
 	p->loss = calloc(B, sizeof(float));
-	if (!p->p_null || !p->value || !p->ts || !p->cat_probs || !p->loss)
+	p->ord_p = calloc((size_t) B * HW_ORD_LEVELS, sizeof(float));
+	if (!p->p_null || !p->value || !p->ts || !p->cat_probs || !p->loss || !p->ord_p)
 	{
 		hw_predictions_free(p);
 		return NULL;
@@ -1607,12 +1608,10 @@ hw_predictions_free(HwPredictions *p)
 	free(p->ts);
 	free(p->cat_probs);
 	free(p->loss);
+	free(p->ord_p);
 	free(p);
 }
 
-/* Copies the heads' outputs of the current batch (m->Z, m->logits) to pred
- * and decodes them (sigmoid, softmax over the category block); with_loss:
- * also the per-sequence loss (training forward only). */
 float
 hw_ordinal_median_level(const float *logits, int levels)
 {
@@ -1644,6 +1643,10 @@ hw_ordinal_median_z(const float *logits, int levels, float scale, float shift)
 	return (hw_ordinal_median_level(logits, levels) - shift) / (scale != 0 ? scale : 1.0f);
 }
 
+/* Copies the heads' outputs of the current batch (m->Z, m->logits, m->Zo) to
+ * pred and decodes them (sigmoid, softmax over the category block, the
+ * ordinal median); with_loss: also the per-sequence loss (training forward
+ * only). */
 static int
 decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err)
 {
@@ -1672,6 +1675,7 @@ decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err
 		return rc;
 	}
 	pred->stype = m->stype;
+	pred->ord_levels = m->stype == HW_ST_NUMERICAL ? m->ord_levels : 0;
 	for (int b = 0; b < B; b++)
 	{
 		const float *z = Z + (size_t) b * HZ;
@@ -1681,6 +1685,8 @@ decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err
 		switch (m->stype)
 		{
 			case HW_ST_NUMERICAL:
+				for (int k = 0; k < m->ord_levels; k++)
+					pred->ord_p[(size_t) b * HW_ORD_LEVELS + k] = 1.0f / (1.0f + expf(-zo[(size_t) b * HW_ORD_LEVELS + k]));
 				pred->value[b] = m->ord_levels > 0
 					? hw_ordinal_median_z(zo + (size_t) b * HW_ORD_LEVELS, m->ord_levels, m->ord_scale, m->ord_shift)
 					: z[HW_HEAD_NUM];

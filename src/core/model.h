@@ -286,6 +286,8 @@ typedef struct HwPredictions
 	float  *ts;                /* [B,15] raw timestamp head */
 	float  *cat_probs;         /* [B,K] softmax over the batch's category block (K = cat_emb_count) */
 	float  *loss;              /* [B] per-sequence cell loss */
+	int32_t ord_levels;        /* numerical with the ordinal loss: thresholds in use (else 0) */
+	float  *ord_p;             /* [B,HW_ORD_LEVELS] P(level > k), k < ord_levels (the ordinal head) */
 } HwPredictions;
 HwPredictions *hw_predictions_alloc(int32_t B, int32_t K);
 /* The ordinal head's prediction (HwBatch.ord_levels > 0): from the logits of

@@ -74,6 +74,8 @@ typedef struct HwServingOutput
 	int32   label;         /* categorical: most likely category 0..K-1 */
 	float  *probs;         /* categorical: [K] (palloc'd), else NULL */
 	int32   K;
+	int32   ord_levels;    /* numerical with the ordinal loss: P(level > k) for k < ord_levels */
+	float   ord_p[HW_ORD_LEVELS];
 } HwServingOutput;
 
 /* Runs the cached model (forward only) on a batch of task t's sequences and

@@ -66,6 +66,8 @@ typedef struct Decoded
 	int32   label;       /* categorical: index in the block */
 	float  *probs;       /* categorical [K] */
 	int32   K;
+	int32   ord_levels;  /* numerical, ordinal loss: P(level > k) for k < ord_levels */
+	float   ord_p[HW_ORD_LEVELS];
 } Decoded;
 
 /* "col1, col2" or, with types, "col1 integer, col2 text". */
@@ -394,6 +396,8 @@ predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int 
 			d->label = o[i].label;
 			d->probs = o[i].probs;
 			d->K = o[i].K;
+			d->ord_levels = o[i].ord_levels;
+			memcpy(d->ord_p, o[i].ord_p, sizeof(d->ord_p));
 			if (task->target_stype == HW_ST_NUMERICAL)
 				d->value = hw_task_decode_numerical(task, o[i].value, &d->unrounded);
 			else if (task->target_stype == HW_ST_TIMESTAMP)
@@ -558,6 +562,18 @@ proba_json(HwServing *s, int t, const Decoded *d)
 		{
 			appendStringInfoString(&j, ", \"unrounded\": ");
 			json_number(&j, "%.9g", d->unrounded);
+		}
+		/* the ordinal head's distribution: P(label >= v) for each value v
+		 * above the smallest train label */
+		if (d->ord_levels > 0)
+		{
+			appendStringInfoString(&j, ", \"p_at_least\": {");
+			for (int k = 0; k < d->ord_levels; k++)
+			{
+				appendStringInfo(&j, "%s\"%.0f\": ", k ? ", " : "", s->tasks[t]->target_min + k + 1);
+				json_number(&j, "%.6g", d->ord_p[k]);
+			}
+			appendStringInfoChar(&j, '}');
 		}
 	}
 	appendStringInfoChar(&j, '}');

@@ -681,6 +681,9 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 		o->label = 0;
 		o->probs = NULL;
 		o->K = 0;
+		o->ord_levels = pr->ord_levels;
+		for (int k = 0; k < pr->ord_levels; k++)
+			o->ord_p[k] = pr->ord_p[(size_t) i * HW_ORD_LEVELS + k];
 		if (stype == HW_ST_CATEGORICAL && K > 0)
 		{
 			o->K = K;

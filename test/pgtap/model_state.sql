@@ -4,7 +4,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
-SELECT plan(15);
+SELECT plan(16);
 
 SELECT lives_ok($$ SELECT rt_demo_shop('shop', 100, 7) $$, 'demo database');
 SELECT lives_ok($$ SELECT rt_create_model('shop', 'shop') $$, 'model');
@@ -17,7 +17,8 @@ CREATE TEMP TABLE p AS SELECT * FROM rt_model_params('status');
 -- tiny: 15 encoder tensors + 2 layers x (3 sublayers x 7 + 4 FFN) + final norm + 10 head tensors
 -- + the relative-time, link-code and child-count weights (rel_time, link_types,
 -- child_counts: on by default), last
-SELECT is((SELECT count(*) FROM p), 79::bigint, 'tiny has 79 parameter tensors');
+SELECT is((SELECT count(*) FROM p), 81::bigint, 'tiny has 81 parameter tensors');
+SELECT is((SELECT shape FROM p WHERE name = 'head.ord.w'), '{16,64}'::int[], 'ordinal head weights [16, D]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.ts_rel.w'), '{64,20}'::int[], 'relative-time weights [D, 20]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.link.w'), '{64,32}'::int[], 'link-code weights [D, 32]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.cnt.w'), '{64,384}'::int[], 'child-count weights [D, 32 x 12]');
