@@ -41,7 +41,7 @@ expect "rt_train after a kill resumes from the last checkpoint (step $ck -> $((c
 #    stop; no orphan worker stays behind.
 before=$(q "SELECT count(*) FROM headwater.checkpoint")
 err=$(psql -X -qAt -d "$db" -c "SET statement_timeout = '3s'" -c "SELECT rt_train('shop', $long)" 2>&1)
-if echo "$err" | grep -q "asked to write a checkpoint and stop"; then ok "cancelled caller: the error says the worker checkpoints and stops"
+if grep -q "asked to write a checkpoint and stop" <<< "$err"; then ok "cancelled caller: the error says the worker checkpoints and stops"
 else not_ok "cancelled caller: the error says the worker checkpoints and stops" "$err"; fi
 wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30
 check "cancelled caller: no orphan worker" \
@@ -67,7 +67,7 @@ check "caller's session killed: job cancelled (after a checkpoint)" \
 q "SELECT rt_train('shop', $long, wait => false)" >/dev/null
 wait_for "SELECT EXISTS (SELECT 1 FROM rt_status('shop') WHERE state = 'running')" 30
 err=$(q "SELECT rt_train('shop', steps => 10, preset => 'tiny')")
-if echo "$err" | grep -q "already being trained by job"; then ok "concurrent rt_train refused"
+if grep -q "already being trained by job" <<< "$err"; then ok "concurrent rt_train refused"
 else not_ok "concurrent rt_train refused" "$err"; fi
 q "SELECT rt_cancel('shop')" >/dev/null
 wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 30
@@ -103,10 +103,10 @@ q "SET ROLE hw_modelers; SELECT rt_create_model('shop_nr', 'shop')" >/dev/null
 q "SET ROLE hw_modelers; SELECT rt_create_task('shop_nr', 'order_status_nr', anchor_table => 'orders', target_column => 'status')" >/dev/null
 q "REVOKE SELECT ON shop.orders FROM hw_modelers" >/dev/null
 err=$(psql -X -qAt -U hw_noread -d "$db" -c "SELECT rt_train('shop_nr', steps => 10, preset => 'tiny')" 2>&1)
-if echo "$err" | grep -q 'cannot SELECT from shop.orders'; then ok "a role without SELECT cannot train"
+if grep -q 'cannot SELECT from shop.orders' <<< "$err"; then ok "a role without SELECT cannot train"
 else not_ok "a role without SELECT cannot train" "$err"; fi
 err=$(psql -X -qAt -U hw_noread -d "$db" -c "SELECT rt_train('shop', steps => 10, preset => 'tiny')" 2>&1)
-if echo "$err" | grep -q 'may not train model "shop"'; then ok "a role that does not own the model cannot train it"
+if grep -q 'may not train model "shop"' <<< "$err"; then ok "a role that does not own the model cannot train it"
 else not_ok "a role that does not own the model cannot train it" "$err"; fi
 q "SELECT rt_drop_model('shop_nr')" >/dev/null
 
@@ -120,7 +120,7 @@ pm_before=$(q "SELECT pg_postmaster_start_time()")
 [ -n "${HW_CLUSTER_DIR:-}" ] && pm_pid_before=$(head -1 "$HW_CLUSTER_DIR/data/postmaster.pid")
 err=$(psql -X -qAt -v VERBOSITY=verbose -d "$db" \
 	-c "SELECT rt_train('shop', steps => 1, preset => 'tiny', options => '{\"threads\": 100000}')" 2>&1)
-if echo "$err" | grep -q '22023: invalid value for rt_train option "threads": 100000' && echo "$err" | grep -q 'HINT: .*0 to 1024'; then
+if grep -q '22023: invalid value for rt_train option "threads": 100000' <<< "$err" && grep -q 'HINT: .*0 to 1024' <<< "$err"; then
 	ok "threads 100000: refused at call time (22023, the option, the value, the range)"
 else
 	not_ok "threads 100000: refused at call time (22023, the option, the value, the range)" "$err"
