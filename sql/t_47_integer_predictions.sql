@@ -1,7 +1,7 @@
 -- t_47_integer_predictions: a numerical task whose train labels are all
--- integers (counts, ratings) and which is fitted with the MAE loss or, by
--- default, the ordinal loss (integer labels spanning at most 17 values: the
--- median of a learnt distribution) predicts
+-- integers (counts, ratings) and which is fitted with the MAE loss (the
+-- default) or the ordinal loss (on request, integer labels spanning at most
+-- 17 values: the median of a learnt distribution) predicts
 -- integers (the median of integer labels is one); rt_predict_proba keeps
 -- the unrounded value, which rounds to the prediction.  Not with the huber
 -- loss, nor with fractional labels.  rt_evaluate's MAE is the MAE of what
@@ -23,9 +23,9 @@ SELECT rt_create_model('m47', 't47') IS NOT NULL AS created;
 -- the task summaries say which tasks round, and which use the ordinal loss
 SELECT t, s ->> 'loss' AS loss, s ->> 'ordinal_levels' AS levels, s ->> 'rounds_predictions' AS rounds
 FROM (VALUES
-  ('counts47', rt_create_task('m47', 'counts47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
-  ('mae47', rt_create_task('m47', 'mae47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
-                           options => '{"loss": "mae"}')),
+  ('counts47', rt_create_task('m47', 'counts47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
+                              options => '{"loss": "ordinal"}')),
+  ('mae47', rt_create_task('m47', 'mae47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
   ('huber47', rt_create_task('m47', 'huber47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
                              options => '{"loss": "huber"}')),
   ('halves47', rt_create_task('m47', 'halves47', query => $$ SELECT customer_id, obs_time, n / 2 + 0.25 AS h, split FROM t47.rows47 $$)),

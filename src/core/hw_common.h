@@ -32,8 +32,8 @@ typedef enum HwSemanticType
  * ORDINAL: integer labels spanning at most HW_ORD_LEVELS + 1 values (counts,
  *          ratings): one logistic loss per threshold k, on "label > min + k"
  *          (the model's ordinal head, head.ord); the prediction is the
- *          median of that distribution.  The default for such labels
- *          (task.h hw_task_ordinal_levels). */
+ *          median of that distribution.  On request (task.h
+ *          hw_task_ordinal_levels). */
 typedef enum HwNumLoss
 {
 	HW_NUM_LOSS_HUBER = 0,

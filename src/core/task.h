@@ -108,7 +108,6 @@ typedef struct HwTask
 	int64_t   split_val_from_us;   /* time split: obs < val_from -> train */
 	int64_t   split_test_from_us;  /* time split: val_from <= obs < test_from -> val, else test */
 	int8_t    num_loss;         /* HwNumLoss of a numerical target (default MAE) */
-	bool      num_loss_given;   /* the task's options name its loss (else ORDINAL where it applies) */
 	bool      target_integer;   /* numerical: every train label an integer (hw_task_assign_splits) */
 	double    target_min;       /* target_integer: the smallest train label */
 	int32_t   target_span;      /* target_integer: largest - smallest train label (>= 1) */
@@ -206,24 +205,23 @@ hw_task_rounds_predictions(const HwTask *task)
 }
 
 /* The thresholds of the ordinal loss for task (HwBatch.ord_levels), 0 when
- * it does not use it.  It does when its train labels are integers spanning
- * at most HW_ORD_LEVELS + 1 values (a count, a rating) and its loss is
- * "ordinal", or was not given (the MAE default): the model then learns
- * P(label > min + k) for each k below the span, by a logistic loss each,
- * and predicts the median of that distribution (model.c).  Why: an MAE
- * regression's gradient is the sign of the error, the same for every row
- * on one side of the median, so most of a count's rows (the zeros) teach
- * it little; the thresholds' losses give each row a gradient as large as
- * its surprise, and the median they give is what MAE rewards. */
+ * it does not use it.  It does when its loss is "ordinal" and its train
+ * labels are integers spanning at most HW_ORD_LEVELS + 1 values (a count,
+ * a rating): the model then learns P(label > min + k) for each k below the
+ * span, by a logistic loss each, and predicts the median of that
+ * distribution (model.c).  Why it exists: an MAE regression's gradient is
+ * the sign of the error, the same for every row on one side of the median;
+ * the thresholds' losses give each row a gradient as large as its
+ * surprise, and their median is still what MAE rewards.  Why it is not
+ * the default: measured on the benchmark's counts it lost to the rounded
+ * MAE regression (docs/BENCHMARKS.md, *Ordinal loss*, session 17). */
 static inline int
 hw_task_ordinal_levels(const HwTask *task)
 {
 	if (task->target_stype != HW_ST_NUMERICAL || !task->target_integer ||
 		task->target_span < 1 || task->target_span > HW_ORD_LEVELS)
 		return 0;
-	if (task->num_loss == HW_NUM_LOSS_ORDINAL || (task->num_loss == HW_NUM_LOSS_MAE && !task->num_loss_given))
-		return task->target_span;
-	return 0;
+	return task->num_loss == HW_NUM_LOSS_ORDINAL ? task->target_span : 0;
 }
 
 /* The loss task trains with: its num_loss, or ORDINAL where that applies. */

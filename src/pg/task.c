@@ -371,8 +371,8 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("bad value for option \"loss\" of task \"%s\"", task),
 								errhint("loss (numerical targets): \"mae\" (the default: fits the median, what MAE "
-										"rewards), \"ordinal\" (the default instead for integer labels spanning at most %d "
-										"values: the median of a learnt distribution) or \"huber\" (fits the mean, what RMSE rewards).",
+										"rewards), \"ordinal\" (integer labels spanning at most %d values: the median of a "
+										"learnt distribution) or \"huber\" (fits the mean, what RMSE rewards).",
 										HW_ORD_LEVELS + 1)));
 		}
 		else if (strcmp(key, "label_history") == 0)
@@ -442,10 +442,7 @@ apply_options(HwTask *t, const TaskOpts *o)
 	t->split_val_from_us = o->val_from_us;
 	t->split_test_from_us = o->test_from_us;
 	if (o->num_loss >= 0)
-	{
 		t->num_loss = (int8_t) o->num_loss;
-		t->num_loss_given = true;
-	}
 }
 
 static bool
@@ -1267,7 +1264,7 @@ rt_create_task(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("option \"loss\" of task \"%s\" is \"ordinal\", but its train labels are not integers spanning 2 to %d values",
 							   tname, HW_ORD_LEVELS + 1),
-						errhint("Use \"mae\" or \"huber\", or leave the option out: integer labels spanning at most %d values get the ordinal loss by default.",
+						errhint("Use \"mae\" (the default) or \"huber\": the ordinal loss needs integer labels spanning at most %d values.",
 								HW_ORD_LEVELS + 1)));
 
 	/* store (as the owner of headwater's tables) */
@@ -1624,10 +1621,7 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 			int   nl = loss ? hw_num_loss_from_name(loss) : -1;
 
 			if (nl >= 0)        /* validated at creation; absent = the default */
-			{
 				t->num_loss = (int8_t) nl;
-				t->num_loss_given = true;
-			}
 		}
 		int at = snap ? snap_table(snap, anchor) : -1;
 

@@ -81,7 +81,7 @@ static const OptSpec opt_specs[] = {
 	{"child_means", OPT_FLAG, 0, 1, false,
 	 "with child_counts, also gives each row the mean of each numerical or boolean column of its children before the observation time, per foreign key, in all and in the 11 windows (default false: it helped the demo shop's churn and hurt its order counts)"},
 	{"ordinal_head", OPT_FLAG, 0, 1, false,
-	 "gives numerical tasks with integer labels spanning at most 17 values (counts, ratings) a distribution over their values, trained by one logistic loss per threshold and predicted by its median (default true; false: the MAE regression, as models trained before the option)"},
+	 "the head that numerical tasks with the loss \"ordinal\" (integer labels spanning at most 17 values) train and predict with: a distribution over their values, one logistic loss per threshold, its median (default true; false: such tasks train with \"mae\", as models trained before the option)"},
 	{"max_rows", OPT_INT, 1, 65535, false, "rows per sequence"},
 	{"child_width", OPT_INT, 1, 64, false, "children kept per foreign key and row"},
 	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},

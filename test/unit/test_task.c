@@ -457,8 +457,8 @@ logit(double p)
 	return (float) log(p / (1 - p));
 }
 
-/* The ordinal loss: which tasks get it (integer train labels spanning at most
- * HW_ORD_LEVELS + 1 values, the loss not given or "ordinal"), the level map,
+/* The ordinal loss: which tasks get it (loss "ordinal", integer train labels
+ * spanning at most HW_ORD_LEVELS + 1 values), the level map,
  * and the median it predicts, hand-computed (model.h hw_ordinal_median_level). */
 UNIT_TEST(task_ordinal_levels_and_median)
 {
@@ -470,7 +470,11 @@ UNIT_TEST(task_ordinal_levels_and_median)
 	hw_task_compute_stats(t);
 	CHECK_CLOSE(t->target_min, 0.0, 0, 0);
 	CHECK_EQ_INT(t->target_span, 16);
-	CHECK_EQ_INT(hw_task_ordinal_levels(t), 16);            /* the default */
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);             /* the default: MAE, rounded */
+	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
+	CHECK(hw_task_rounds_predictions(t));
+	t->num_loss = HW_NUM_LOSS_ORDINAL;
+	CHECK_EQ_INT(hw_task_ordinal_levels(t), 16);
 	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_ORDINAL);
 	CHECK(hw_task_rounds_predictions(t));
 	/* every train label maps to its level through the float32 z-score */
@@ -481,29 +485,18 @@ UNIT_TEST(task_ordinal_levels_and_median)
 
 		CHECK_CLOSE(nearbyintf(z * scale + shift), t->target[i] - t->target_min, 0, 0);
 	}
-	/* "mae" given: the regression, rounded */
-	t->num_loss_given = true;
-	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
-	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
-	CHECK(hw_task_rounds_predictions(t));
-	t->num_loss = HW_NUM_LOSS_ORDINAL;
-	CHECK_EQ_INT(hw_task_ordinal_levels(t), 16);
 	t->num_loss = HW_NUM_LOSS_HUBER;
 	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
 	CHECK(!hw_task_rounds_predictions(t));
-	t->num_loss = HW_NUM_LOSS_MAE;
-	t->num_loss_given = false;
+	t->num_loss = HW_NUM_LOSS_ORDINAL;
 	/* 18 values (span 17): too many for the head, the regression */
 	for (uint32_t i = 0; i < t->nseeds; i++)
 		t->target[i] = 3 + i % 18;
 	CHECK(hw_task_assign_splits(t, &err) == HW_OK);
 	CHECK_EQ_INT(t->target_span, 17);
+	/* asked for, but cannot: MAE (rt_create_task refuses it) */
 	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
 	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
-	t->num_loss = HW_NUM_LOSS_ORDINAL;      /* asked for, but cannot: MAE (rt_create_task refuses it) */
-	CHECK_EQ_INT(hw_task_ordinal_levels(t), 0);
-	CHECK_EQ_INT(hw_task_effective_loss(t), HW_NUM_LOSS_MAE);
-	t->num_loss = HW_NUM_LOSS_MAE;
 	/* ratings 1..5 */
 	for (uint32_t i = 0; i < t->nseeds; i++)
 		t->target[i] = 1 + i % 5;
