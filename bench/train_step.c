@@ -2,6 +2,7 @@
  * bench/train_step.c: training-step speed of the CPU backend.
  *
  *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
+ *                        [--set key=value ...]
  *   bench/bin/train_step --gemm-shapes     (one-thread sgemm on the backend's block shapes)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
@@ -12,6 +13,8 @@
  * block-sparse vs dense-reference kernels on the same q, k, v.  --ema D: the
  * model keeps a parameter average (ema_decay D; its update is part of every
  * step) and the update alone is timed and given as a share of the step.
+ * --set key=value: any model setting (hw_model_config_set), e.g.
+ * --set count_ramps=0 to time a step without the count ramps.
  * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
  * figures (the benchmark itself does not touch the environment).
  */
@@ -111,6 +114,8 @@ main(int argc, char **argv)
 	const char *presets[8];
 	int         np = 0, steps = 3, threads = 0, layers = 0, tape = 0, dt = 256;
 	double      ema = 0;
+	const char *sets[16];
+	int         nsets = 0;
 	HwError     err = {0};
 	double      peak;
 
@@ -126,6 +131,8 @@ main(int argc, char **argv)
 			tape = 1;
 		else if (strcmp(argv[i], "--ema") == 0 && i + 1 < argc)
 			ema = atof(argv[++i]);
+		else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc && nsets < 16)
+			sets[nsets++] = argv[++i];
 		else if (strcmp(argv[i], "--gemm-shapes") == 0)
 		{
 			gemm_shapes();
@@ -173,6 +180,29 @@ main(int argc, char **argv)
 			c.n_layers = layers;
 		c.d_text = dt;
 		c.ema_decay = (float) ema;
+		for (int k = 0; k < nsets; k++)
+		{
+			char        key[64];
+			const char *eq = strchr(sets[k], '=');
+
+			if (!eq || eq - sets[k] >= (long) sizeof(key))
+			{
+				fprintf(stderr, "--set %s: expected key=value\n", sets[k]);
+				return 1;
+			}
+			memcpy(key, sets[k], eq - sets[k]);
+			key[eq - sets[k]] = 0;
+			if (hw_model_config_set(&c, key, atof(eq + 1), &err) != HW_OK)
+			{
+				fprintf(stderr, "%s\n", err.msg);
+				return 1;
+			}
+		}
+		if (hw_model_config_finish(&c, &err) != HW_OK)
+		{
+			fprintf(stderr, "%s\n", err.msg);
+			return 1;
+		}
 		hw_synth_tables(dt, 1, &colt, &catt);
 		m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 		if (!m)

@@ -78,7 +78,8 @@ struct HwModel
 				  o_link,     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
 				  o_cnt,      /* enc.cnt.w [D, HW_CNT_DIM]; -1 without child counts */
 				  o_ord_w,    /* head.ord.w [HW_ORD_LEVELS, D]; -1 without the ordinal head */
-				  o_ord_b;    /* head.ord.b [HW_ORD_LEVELS] */
+				  o_ord_b,    /* head.ord.b [HW_ORD_LEVELS] */
+				  o_cramp;    /* enc.cramp.w [D, HW_CRAMP_DIM]; -1 without count ramps */
 	SubParams    *sp;         /* [L*A] */
 	FfnParams    *fp;         /* [L] */
 
@@ -101,6 +102,7 @@ struct HwModel
 	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
 	float        *d_link;     /* [N, HW_LINK_DIM] link codes (cfg.link_types) */
 	float        *d_cnt;      /* [N, HW_CNT_DIM] child-count features (cfg.child_counts) */
+	float        *d_cramp;    /* [N, HW_CRAMP_DIM] count ramps (cfg.count_ramps) */
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -113,6 +115,7 @@ struct HwModel
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
+	float        *h_cramp;    /* [Nmax, HW_CRAMP_DIM] (cfg.count_ramps) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];
@@ -147,6 +150,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->child_counts = 1;
 	c->child_means = 1;
 	c->ordinal_head = 1;
+	c->count_ramps = 1;
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -171,7 +175,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means) I(ordinal_head) F(ema_decay)
+	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) F(ema_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -203,6 +207,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->child_counts = c->child_counts ? 1 : 0;
 	c->child_means = c->child_counts && c->child_means ? 1 : 0;     /* they ride on enc.cnt.w */
 	c->ordinal_head = c->ordinal_head ? 1 : 0;
+	c->count_ramps = c->child_counts && c->count_ramps ? 1 : 0;    /* the same counts, another encoding */
 	return HW_OK;
 }
 
@@ -276,6 +281,35 @@ hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32
 			v[w] = !isfinite(x) ? 0.0f : 0.5f * (x > 4.0f ? 4.0f : x < -4.0f ? -4.0f : x);
 		}
 		add_coded_windows(out, mean_key[q], v);
+	}
+}
+
+/* count ramps of one cell (model.h) */
+void
+hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_CRAMP_DIM])
+{
+	memset(out, 0, sizeof(float) * HW_CRAMP_DIM);
+	for (int l = 0; l < HW_CHILD_LINKS; l++)
+	{
+		float code[HW_LINK_DIM];
+
+		if (key[l] == 0)
+			continue;
+		hw_link_code(key[l], code);
+		for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		{
+			uint16_t n = count[l * HW_CHILD_WINDOWS + w];
+			float    lg = n ? log2f(1.0f + (float) n) : 0.0f;
+
+			for (int t = 0; t < HW_CRAMP_STEPS && lg > (float) t; t++)
+			{
+				float r = lg - (float) t > 1.0f ? 1.0f : lg - (float) t;
+				float *o = out + (w * HW_CRAMP_STEPS + t) * HW_LINK_DIM;
+
+				for (int j = 0; j < HW_LINK_DIM; j++)
+					o[j] += r * code[j];
+			}
+		}
 	}
 }
 
@@ -360,6 +394,9 @@ build_params(HwModel *m)
 	m->o_ts_rel = m->cfg.rel_time ? addp(m, "enc.ts_rel.w", 2, D, HW_REL_TIME_DIM, &ok) : -1;
 	m->o_link = m->cfg.link_types ? addp(m, "enc.link.w", 2, D, HW_LINK_DIM, &ok) : -1;
 	m->o_cnt = m->cfg.child_counts ? addp(m, "enc.cnt.w", 2, D, HW_CNT_DIM, &ok) : -1;
+	/* before the ordinal head, so that a model with the (unused) head trains
+	 * bit for bit as one without it (unit model_unused_ordinal_head_changes_nothing) */
+	m->o_cramp = m->cfg.count_ramps ? addp(m, "enc.cramp.w", 2, D, HW_CRAMP_DIM, &ok) : -1;
 	m->o_ord_w = m->cfg.ordinal_head ? addp(m, "head.ord.w", 2, HW_ORD_LEVELS, D, &ok) : -1;
 	m->o_ord_b = m->cfg.ordinal_head ? addp(m, "head.ord.b", 1, HW_ORD_LEVELS, 1, &ok) : -1;
 	return ok;
@@ -399,6 +436,8 @@ init_params(HwModel *m, float *host)
 			std = 1.0;          /* inputs are unit vectors / scalars: outputs ~ N(0,1) */
 		else if (strcmp(p->name, "enc.cnt.w") == 0)
 			std = 1.0 / sqrt((double) HW_CHILD_WINDOWS);   /* a row's 12 counts ~ one unit vector */
+		else if (strcmp(p->name, "enc.cramp.w") == 0)
+			std = 1.0 / sqrt((double) (HW_CHILD_WINDOWS * HW_CRAMP_STEPS));  /* likewise, 48 ramps */
 		else if (strncmp(p->name, "head.", 5) == 0)
 			std = 0.1 / sqrt((double) p->shape[1]);
 		else
@@ -517,6 +556,7 @@ layout_activations(HwModel *m, HwArena *a)
 	m->d_trel = m->cfg.rel_time ? hw_arena_floats(a, N * HW_REL_TIME_DIM) : NULL;
 	m->d_link = m->cfg.link_types ? hw_arena_floats(a, N * HW_LINK_DIM) : NULL;
 	m->d_cnt = m->cfg.child_counts ? hw_arena_floats(a, N * HW_CNT_DIM) : NULL;
+	m->d_cramp = m->cfg.count_ramps ? hw_arena_floats(a, N * HW_CRAMP_DIM) : NULL;
 	m->d_tidx = hw_arena_bytes(a, B * 4);
 	m->d_tcat = hw_arena_bytes(a, B * 4);
 	m->d_tnull = hw_arena_bytes(a, B);
@@ -590,6 +630,7 @@ hw_model_free(HwModel *m)
 	free(m->h_trel);
 	free(m->h_link);
 	free(m->h_cnt);
+	free(m->h_cramp);
 	free(m->h_i32b);
 	free(m->h_catmap);
 	free(m->h_tidx);
@@ -744,7 +785,9 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 	m->h_trel = cfg.rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
 	m->h_link = cfg.link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
 	m->h_cnt = cfg.child_counts ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CNT_DIM) : NULL;
+	m->h_cramp = cfg.count_ramps ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CRAMP_DIM) : NULL;
 	if ((cfg.rel_time && !m->h_trel) || (cfg.link_types && !m->h_link) || (cfg.child_counts && !m->h_cnt) ||
+		(cfg.count_ramps && !m->h_cramp) ||
 		!m->sp || !m->fp || !m->sa || !m->fa || !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 		!m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b || !build_params(m))
 		goto nomem;
@@ -1267,6 +1310,27 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		}
 		o->memcpy_h2d(be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
 	}
+	if (m->cfg.count_ramps)
+	{
+		/* [N, HW_CRAMP_DIM]: once per run of cells with equal counts, as above */
+		const size_t nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+
+		for (int64_t i = 0; i < N; i++)
+		{
+			float          *f = m->h_cramp + i * HW_CRAMP_DIM;
+			const uint32_t *key = bt->child_key + i * nk;
+			const uint16_t *cnt = bt->child_count + i * nc;
+
+			if (bt->is_padding[i])
+				memset(f, 0, sizeof(float) * HW_CRAMP_DIM);
+			else if (i > 0 && !bt->is_padding[i - 1] && memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
+					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
+				memcpy(f, f - HW_CRAMP_DIM, sizeof(float) * HW_CRAMP_DIM);
+			else
+				hw_count_ramp_features(key, cnt, f);
+		}
+		o->memcpy_h2d(be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) N * HW_CRAMP_DIM);
+	}
 	m->B = B;
 	m->S = S;
 	m->N = N;
@@ -1387,6 +1451,8 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 		op_side(m, "enc.link", "batch,enc.link.w", m->d_link, m->o_link, N, HW_LINK_DIM);
 	if (m->o_cnt >= 0)
 		op_side(m, "enc.cnt", "batch,enc.cnt.w", m->d_cnt, m->o_cnt, N, HW_CNT_DIM);
+	if (m->o_cramp >= 0)
+		op_side(m, "enc.cramp", "batch,enc.cramp.w", m->d_cramp, m->o_cramp, N, HW_CRAMP_DIM);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	op_rmsnorm(m, "h0", "enc.e,enc.norm.g",
 			   (NormArgs){ .out = x, .rstd = m->rstd0, .x = m->e, .g = P(m->o_enc_g), .dout = m->dx,
@@ -1814,6 +1880,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
 	if (m->o_cnt >= 0)
 		gemm_blocks(m, B, m->S, D, HW_CNT_DIM, m->d_cnt, HW_CNT_DIM, P(m->o_cnt), 1.0f, m->e, D);
+	if (m->o_cramp >= 0)
+		gemm_blocks(m, B, m->S, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 1.0f, m->e, D);
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 

@@ -44,6 +44,7 @@
  *   enc.ts_rel.w [D,20]     only when cfg.rel_time, after the heads  Muon, wd
  *   enc.link.w [D,32]       only when cfg.link_types, after those    Muon, wd
  *   enc.cnt.w [D,384]       only when cfg.child_counts, after those  Muon, wd
+ *   enc.cramp.w [D,1536]    only when cfg.count_ramps, after those   Muon, wd
  *   head.ord.w [16,D]       only when cfg.ordinal_head, last         Muon, wd
  *   head.ord.b [16]         (its own GEMM: Zo [B,16])                AdamW
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
@@ -66,7 +67,10 @@
  *   cnt[n]      = child_counts ? ccf[n] @ enc.cnt.w^T : 0, ccf [N,384] the
  *                 child-count features of the cell's row, with its child means
  *                 when child_means (hw_child_count_features)
- *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n] + cnt[n]; enc.norm.g)
+ *   ramp[n]     = count_ramps ? crf[n] @ enc.cramp.w^T : 0, crf [N,1536] the
+ *                 count ramps of the cell's row (hw_count_ramp_features)
+ *   x           = rms(colproj[col[n]] + val[n] + rel[n] + lnk[n] + cnt[n] + ramp[n];
+ *                     enc.norm.g)
  *   attention sublayer s (same normed input for projections and gate):
  *     xn        = rms(x; s.norm.g)
  *     [q|k|v|gp]= xn @ [wq; wk; wv; wgate]^T                       [N, 4D]
@@ -172,6 +176,14 @@ typedef struct HwModelConfig
 	 * is the median of that distribution.  0: none, such tasks train with
 	 * the MAE loss (state blobs before version 7 load as 0). */
 	int32_t  ordinal_head;
+	/* 1 (the presets; only with child_counts): every cell of a row also gets
+	 * its row's child counts as ramps in log2(1 + n) (HW_CRAMP_STEPS per
+	 * link and window), e += crf @ enc.cramp.w^T (hw_count_ramp_features);
+	 * 0: none (state blobs before version 8 load as 0).  log1p(n) / 4 told
+	 * 2 orders from 3 by 0.07, and the benchmark's models could not learn a
+	 * line between them (docs/BENCHMARKS.md, session 18); a ramp gives a
+	 * linear map a step at any count, like the relative-time ramps. */
+	int32_t  count_ramps;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -205,6 +217,16 @@ void hw_link_code(uint32_t key, float out[HW_LINK_DIM]);
 #define HW_CNT_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS)
 void hw_child_count_features(const uint32_t *key, const uint16_t *count, const uint32_t *mean_key,
 							 const float *mean, float out[HW_CNT_DIM]);
+
+/* The count ramps of one cell (HwBatch.child_key, child_count as above):
+ *   out[(w * HW_CRAMP_STEPS + t) * HW_LINK_DIM + j] = sum over links l with
+ *       a key of code(key_l)[j] * clamp(log2(1 + count_l[w]) - t, 0, 1)
+ * for t = 0 .. HW_CRAMP_STEPS-1: ramp 0 is "any" (n >= 1), ramp 1 climbs
+ * from 1 to 3, ramp 2 from 3 to 7, ramp 3 from 7 to 15 (a piecewise-linear
+ * basis in log2(1 + n) with knots at n = 0, 1, 3, 7, 15). */
+#define HW_CRAMP_STEPS 4
+#define HW_CRAMP_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS * HW_CRAMP_STEPS)
+void hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_CRAMP_DIM]);
 
 /* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
  * "base" (256,8,6,1024,32); d_text 256, lr 3e-3, warmup 100, total 10000. */
@@ -376,10 +398,10 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 7     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 8     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
-									  * 1..6 still load */
+									  * 8: + count_ramps; 1..7 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

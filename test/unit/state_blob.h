@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 /* blob rewritten as an older version: `drop` bytes cut from the end of its
- * config (version 6 -> 5: ema_decay, 4 bytes; -> 4: also child_means, 4
+ * config (version 8 -> 7: count_ramps, 4 bytes; -> 6: also ordinal_head,
+ * 4 bytes; -> 5: also ema_decay, 4 bytes; -> 4: also child_means, 4
  * bytes; -> 3: also child_counts, 4 bytes; -> 2: also rel_time and
  * link_types, 8 bytes; -> 1: also the 8 bytes of the schedule
  * continuation), the rest unchanged, checksum redone; *olen its length;

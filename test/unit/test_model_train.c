@@ -220,6 +220,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	c.link_types = 0;
 	c.child_counts = 0;
 	c.ordinal_head = 0;
+	c.count_ramps = 0;
 	hw_synth_tables(DT, 3, &c1, &k1);
 	a = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(a);
@@ -237,11 +238,14 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.child_counts, 0);
 	CHECK_EQ_INT(rc.child_means, 0);
 	CHECK_EQ_INT(rc.ordinal_head, 0);
-	for (uint32_t ver = 1; ver <= 6; ver++)
+	CHECK_EQ_INT(rc.count_ramps, 0);
+	for (uint32_t ver = 1; ver <= 7; ver++)
 	{
-		/* the bytes each older config lacks: 7 ordinal_head, 6 ema_decay,
-		 * 5 child_means, 4 child_counts, 3 rel_time + link_types, 2 the schedule */
-		old = unit_state_as_version(blob, len, ver, ver == 1 ? 32 : ver == 2 ? 24 : ver == 3 ? 16 : ver == 4 ? 12 : ver == 5 ? 8 : 4, &olen);
+		/* the bytes each older config lacks: 8 count_ramps, 7 ordinal_head,
+		 * 6 ema_decay, 5 child_means, 4 child_counts, 3 rel_time +
+		 * link_types, 2 the schedule */
+		old = unit_state_as_version(blob, len, ver, ver == 1 ? 36 : ver == 2 ? 28 : ver == 3 ? 20 : ver == 4 ? 16 :
+									ver == 5 ? 12 : ver == 6 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -253,6 +257,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->child_counts, 0);
 			CHECK_EQ_INT(hw_model_config(r)->child_means, 0);
 			CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 0);
+			CHECK_EQ_INT(hw_model_config(r)->count_ramps, 0);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -266,10 +271,11 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(hw_model_config(rt)->child_counts == 1 && hw_model_param_index(rt, "enc.cnt.w") >= 0);
 	CHECK_EQ_INT(hw_model_config(rt)->child_means, 1);
 	CHECK(hw_model_config(rt)->ordinal_head == 1 && hw_model_param_index(rt, "head.ord.w") >= 0);
+	CHECK(hw_model_config(rt)->count_ramps == 1 && hw_model_param_index(rt, "enc.cramp.w") >= 0);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
 	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 7 state: %s", err.msg);
+	CHECK_MSG(r != NULL, "version 8 state: %s", err.msg);
 	if (r)
 	{
 		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
@@ -277,27 +283,33 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		CHECK_EQ_INT(hw_model_config(r)->child_counts, 1);
 		CHECK_EQ_INT(hw_model_config(r)->child_means, 1);
 		CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 1);
+		CHECK_EQ_INT(hw_model_config(r)->count_ramps, 1);
 		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
 		hw_model_free(r);
 	}
-	/* as a version 6 state it would lack the ordinal head it has: refused */
-	old = unit_state_as_version(blob, len, 6, 4, &olen);
-	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK(r == NULL);
-	hw_model_free(r);
-	free(old);
+	/* as a version 7 state it would lack the count ramps it has, as a
+	 * version 6 state also the ordinal head: refused */
+	for (uint32_t ver = 6; ver <= 7; ver++)
+	{
+		old = unit_state_as_version(blob, len, ver, ver == 6 ? 8 : 4, &olen);
+		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK_MSG(r == NULL, "a version %u state of a model with count ramps was loaded", ver);
+		hw_model_free(r);
+		free(old);
+	}
 	hw_model_free(rt);
 	free(blob); free(c1); free(k1);
 	/* a version 4 state of a model without the ordinal head: child counts without means */
 	hw_model_config_preset(&c, "tiny", &err);
 	c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 20; c.total_steps = 100;
 	c.ordinal_head = 0;
+	c.count_ramps = 0;
 	hw_synth_tables(DT, 3, &c1, &k1);
 	rt = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(rt != NULL);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
-	old = unit_state_as_version(blob, len, 4, 12, &olen);
+	old = unit_state_as_version(blob, len, 4, 16, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)

@@ -373,3 +373,103 @@ UNIT_TEST(model_child_counts_only_where_counted)
 	free(keys);
 	rt_free(&f);
 }
+
+/* Count ramps by hand: slot (w * 4 + t) * 32 + j is the sum over links of
+ * code_l[j] * clamp(log2(1 + n_lw) - t, 0, 1), computed here in double from
+ * the definition (knots at 0, 1, 3, 7, 15 children); a link without a key
+ * is ignored whatever its counts, and a zero count adds nothing. */
+UNIT_TEST(count_ramp_features_hand_computed)
+{
+	uint32_t key[HW_CHILD_LINKS] = {0x51u, 0, 0x7du, 0, 0, 0};
+	uint16_t cnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS] = {0};
+	float    f[HW_CRAMP_DIM], c1[HW_LINK_DIM], c2[HW_LINK_DIM];
+	/* expected ramps [t] per (link, window) that has a count, by hand:
+	 * 7 -> log2 8 = 3: 1 1 1 0; 2 -> log2 3: 1 0.585 0 0; 20 -> log2 21 =
+	 * 4.39: 1 1 1 1; 1 -> 1 0 0 0; 65535 (saturated) -> 1 1 1 1 */
+	const double r7[4] = {1, 1, 1, 0}, r2[4] = {1, log2(3.0) - 1, 0, 0}, r20[4] = {1, 1, 1, 1},
+				 r1[4] = {1, 0, 0, 0};
+
+	CHECK_EQ_INT(HW_CRAMP_STEPS, 4);
+	cnt[0] = 7;                                   /* link 0: 7 in all, 2 in window 5 */
+	cnt[5] = 2;
+	cnt[1 * HW_CHILD_WINDOWS + 0] = 999;          /* link 1 has no key: ignored */
+	cnt[2 * HW_CHILD_WINDOWS + 0] = 20;           /* link 2: 20 in all, 1 in window 11 */
+	cnt[2 * HW_CHILD_WINDOWS + 11] = 1;
+	cnt[2 * HW_CHILD_WINDOWS + 6] = 65535;        /* and a saturated count in window 6 */
+	hw_count_ramp_features(key, cnt, f);
+	hw_link_code(0x51u, c1);
+	hw_link_code(0x7du, c2);
+	for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+		for (int t = 0; t < 4; t++)
+			for (int j = 0; j < HW_LINK_DIM; j++)
+			{
+				double want = 0;
+
+				if (w == 0)
+					want = c1[j] * r7[t] + c2[j] * r20[t];
+				else if (w == 5)
+					want = c1[j] * r2[t];
+				else if (w == 6)
+					want = c2[j] * r20[t];
+				else if (w == 11)
+					want = c2[j] * r1[t];
+				CHECK_CLOSE(f[(w * 4 + t) * HW_LINK_DIM + j], want, 1e-6, 1e-6);
+			}
+}
+
+/* The model reads count ramps only when count_ramps is on: a model made
+ * without them has no enc.cramp.w; with them, the ramp weights matter for
+ * the sequences whose rows have child keys and for no other, and a count
+ * of 2 against 3 in one window changes the prediction through them alone
+ * (enc.cnt.w zero). */
+UNIT_TEST(model_count_ramps_only_where_counted)
+{
+	RtFix     f;
+	float     a[6], z[6], c[6];
+	uint32_t *keys;
+	int       N = 6 * 32, NK = N * HW_CHILD_LINKS;
+	HwError   err = {0};
+	HwModelConfig cfg;
+	HwModel  *off;
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	CHECK_EQ_INT(hw_model_config(f.m)->count_ramps, 1);
+	CHECK(hw_model_param_index(f.m, "enc.cramp.w") == hw_model_param_index(f.m, "enc.cnt.w") + 1);
+	cfg = *hw_model_config(f.m);
+	cfg.count_ramps = 0;
+	off = hw_model_create(&cfg, f.colt, HW_SYNTH_NCOLS, f.catt, HW_SYNTH_NCAT, f.be, &err);
+	CHECK(off && hw_model_param_index(off, "enc.cramp.w") < 0 &&
+		  hw_model_n_params(off) == hw_model_n_params(f.m) - 1);
+	hw_model_free(off);
+	cfg.child_counts = 0;                         /* ramps ride on the counts */
+	cfg.count_ramps = 1;
+	CHECK_EQ_INT(hw_model_config_finish(&cfg, &err), HW_OK);
+	CHECK_EQ_INT(cfg.count_ramps, 0);
+
+	set_cnt_w(&f, 0.0f);
+	keys = malloc(sizeof(uint32_t) * NK);
+	memcpy(keys, f.b->child_key, sizeof(uint32_t) * NK);
+	memset(f.b->child_key, 0, sizeof(uint32_t) * NK);
+	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 3.0f);
+	values(&f, a);
+	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 0.0f);
+	values(&f, z);
+	CHECK(memcmp(a, z, sizeof(a)) == 0);
+	for (int b = 0; b < 6; b += 2)
+		memcpy(f.b->child_key + b * 32 * HW_CHILD_LINKS, keys + b * 32 * HW_CHILD_LINKS,
+			   sizeof(uint32_t) * 32 * HW_CHILD_LINKS);
+	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 3.0f);
+	for (int i = 0; i < 32; i++)                  /* every row of sequence 0: 2 children in window 4 */
+		f.b->child_count[(i * HW_CHILD_LINKS + 0) * HW_CHILD_WINDOWS + 4] = 2;
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] == z[b] : a[b] != z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	for (int i = 0; i < 32; i++)                  /* 3 instead of 2 */
+		f.b->child_count[(i * HW_CHILD_LINKS + 0) * HW_CHILD_WINDOWS + 4] = 3;
+	values(&f, c);
+	CHECK_MSG(c[0] != a[0], "2 and 3 children give the same prediction: %g", c[0]);
+	for (int b = 1; b < 6; b++)
+		CHECK(c[b] == a[b]);
+	free(keys);
+	rt_free(&f);
+}

@@ -289,6 +289,7 @@ run_fixture(const char *tag)
 	cfg.link_types = 0;   /* nor link codes */
 	cfg.child_counts = 0; /* nor child counts */
 	cfg.ordinal_head = 0; /* nor the ordinal head */
+	cfg.count_ramps = 0;  /* nor count ramps */
 	bt = fx_batch(&fx, msg, sizeof(msg));
 	if (!bt)
 	{

@@ -1,0 +1,73 @@
+-- t_49_count_ramps: the model option count_ramps (on by default; each row's
+-- child counts also reach the model as ramps in log2(1 + n), so a step
+-- between 2 and 3 children is one linear map away; docs/model.md).  The
+-- features are checked by hand and by finite differences in the unit
+-- tests (count_ramp_features_hand_computed, model_count_ramps_only_where_counted,
+-- model_gradcheck_*); here: the option's errors, its place in the
+-- checkpoint config and the parameter table, and that a model trained
+-- without it has neither and still serves.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS headwater;
+SET timezone = 'UTC';
+CREATE SCHEMA t49;
+CREATE TABLE t49.customer (customer_id int PRIMARY KEY, age float8);
+CREATE TABLE t49.orders (order_id int PRIMARY KEY, customer_id int NOT NULL REFERENCES t49.customer,
+                         ordered_at timestamptz NOT NULL);
+-- 24 customers with 0-5 orders in January
+INSERT INTO t49.customer SELECT i, 20 + i FROM generate_series(1, 24) i;
+INSERT INTO t49.orders SELECT 10 * c + k, c, timestamptz '2024-01-01' + (c + 4 * k) * interval '1 day'
+FROM generate_series(1, 24) c, generate_series(1, 5) k WHERE k <= c % 6;
+SELECT rt_create_model('m49', 't49') IS NOT NULL AS model_ok;
+SELECT s ->> 'seeds' AS seeds
+FROM rt_create_task('m49', 't49_regular', $$
+	SELECT customer_id, timestamptz '2024-03-01' AS obs_time, customer_id % 6 >= 3 AS regular
+	FROM t49.customer $$, options => '{"split_ratios": [1, 0, 0]}') s;
+RESET client_min_messages;
+
+\i sql/include/err.sql
+
+-- 1. errors (before any job starts): a value that is not true or false
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"count_ramps": 2}') $$);
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"count_ramps": "yes"}') $$);
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"count_ramps": null}') $$);
+
+-- 2. the default: the checkpoint says true, the parameter table has enc.cramp.w [D, 32 x 12 x 4]
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m49', steps => 2, preset => 'tiny',
+              options => '{"val_every": 1000, "checkpoint_every": 1000, "val_batches": 1, "val_rows": 4,
+                           "log_every": 1, "warmup_steps": 0, "seed": 49}') r;
+RESET client_min_messages;
+SELECT config ->> 'count_ramps' AS count_ramps FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49';
+SELECT shape FROM rt_model_params('t49_regular') WHERE name = 'enc.cramp.w';
+SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
+
+-- 3. trained from scratch without it: the checkpoint says false, no enc.cramp.w, one tensor fewer
+SELECT count(*) AS tensors_with FROM rt_model_params('t49_regular') \gset
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m49', steps => 2, preset => 'tiny',
+              options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49, "count_ramps": false}') r;
+RESET client_min_messages;
+SELECT config ->> 'count_ramps' AS count_ramps FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+SELECT count(*) FILTER (WHERE name = 'enc.cramp.w') AS cramp_tensors, :tensors_with - count(*) AS fewer
+FROM rt_model_params('t49_regular');
+SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
+
+-- 4. count_ramps without child_counts: nothing to ramp, so off (no error)
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m49', steps => 1, preset => 'tiny',
+              options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49,
+                           "child_counts": false, "count_ramps": true}') r;
+RESET client_min_messages;
+SELECT config ->> 'count_ramps' AS count_ramps, config ->> 'child_counts' AS child_counts FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+
+SET client_min_messages = warning;
+SELECT rt_drop_model('m49');
+DROP SCHEMA t49 CASCADE;
