@@ -22,4 +22,4 @@ SELECT rt_create_task('acc_pagila', 'pagila_heavy_21d', query => $$
 $$);
 SELECT rt_create_task('acc_pagila', 'pagila_rentals_21d', query => $$
   SELECT customer_id, obs_time, label AS rentals, split FROM acc.rows WHERE task = 'rentals_21d'
-$$);
+$$, options => :'num_task_options');

@@ -16,6 +16,9 @@
 #   (a safety cap per run, default none; a run it stops says stopped_on
 #   max_minutes), ACC_OPTIONS (more rt_train options, JSON members without
 #   braces, e.g. '"val_rows": 5000', for experiments; the label says so),
+#   ACC_NUM_TASK_OPTIONS (rt_create_task options of the numerical tasks,
+#   orders_30d and rentals_21d, as JSON, e.g. '{"loss": "ordinal"}'; default
+#   '{}'; the label says so),
 #   ACC_OUT (results folder), HW_BENCH_PORT (54338), ACC_TRAJECTORY (1:
 #   after each run, every candidate (checkpoint, weights) with its val and
 #   test metric and the one served, trajectory.sql; costs a forward pass
@@ -50,6 +53,7 @@ preset=${ACC_PRESET:-small}
 val_every=${ACC_VAL_EVERY:-$(( steps / 5 > 10 ? steps / 5 : 10 ))}
 max_minutes=${ACC_MAX_MINUTES:-}
 extra_options=${ACC_OPTIONS:-}
+num_task_options=${ACC_NUM_TASK_OPTIONS:-'{}'}
 pagila=${HW_SHARED_DIR:-$HW_ROOT/../shared}/data/pagila
 [ -f "$pagila/pagila-schema.sql" ] || { echo "SKIP: $pagila not found"; exit 0; }
 py=/usr/bin/python3
@@ -111,14 +115,15 @@ opts() {
 }
 for seed in $seeds; do
 	for db in $dbs; do
-		q "acc_$db" -o /dev/null -c "SET client_min_messages = warning" -f "$here/${db}_model.sql"
+		q "acc_$db" -o /dev/null -v num_task_options="$num_task_options" -c "SET client_min_messages = warning" \
+			-f "$here/${db}_model.sql"
 		t0=$(date +%s); l0=$(load)
 		r=$(q "acc_$db" -At -c "SET client_min_messages = warning" \
 			-c "SELECT rt_train('acc_$db', steps => $steps, preset => '$preset', options => '$(opts "$seed")')")
 		echo "headwater $db seed $seed: $(echo "$r" | $py -c 'import json,sys; r=json.load(sys.stdin); print("steps", r["steps_done"], "stopped_on", r["stopped_on"], "wall_s", r["wall_s"], "tokens/s", r["tokens_per_s"], "serving", {k: (v["step"], v.get("weights"), round(v["value"], 4) if v["value"] is not None else None) for k, v in r["serving"].items()})')"
 		echo "$r" > "$out/train_${db}_$seed.json"
 		q "acc_$db" -At -F $'\t' -c "
-			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options})', $seed, e.metric, e.model, e.n_rows
+			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options}$([ "$num_task_options" != '{}' ] && echo ", tasks $num_task_options"))', $seed, e.metric, e.model, e.n_rows
 			FROM rt_tasks('acc_$db') k, LATERAL rt_evaluate(k.task) e
 			WHERE e.metric IN ('auroc', 'mae')" >> "$res"
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"

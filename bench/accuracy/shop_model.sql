@@ -12,4 +12,4 @@ SELECT rt_create_task('acc_shop', 'shop_churn', query => $$
 $$);
 SELECT rt_create_task('acc_shop', 'shop_orders_30d', query => $$
   SELECT customer_id, obs_time, label AS orders, split FROM acc.rows WHERE task = 'orders_30d'
-$$);
+$$, options => :'num_task_options');
