@@ -1,11 +1,11 @@
--- t_49_count_ramps: the model option count_ramps (on by default; each row's
+-- t_49_count_ramps: the model option count_ramps (off by default; each row's
 -- child counts also reach the model as ramps in log2(1 + n), so a step
 -- between 2 and 3 children is one linear map away; docs/model.md).  The
 -- features are checked by hand and by finite differences in the unit
 -- tests (count_ramp_features_hand_computed, model_count_ramps_only_where_counted,
 -- model_gradcheck_*); here: the option's errors, its place in the
 -- checkpoint config and the parameter table, and that a model trained
--- without it has neither and still serves.
+-- with it, and one without it (the default), both serve.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -31,25 +31,25 @@ SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"co
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"count_ramps": "yes"}') $$);
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"count_ramps": null}') $$);
 
--- 2. the default: the checkpoint says true, the parameter table has enc.cramp.w [D, 32 x 12 x 4]
+-- 2. with the option: the checkpoint says true, the parameter table has enc.cramp.w [D, 32 x 12 x 4]
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m49', steps => 2, preset => 'tiny',
               options => '{"val_every": 1000, "checkpoint_every": 1000, "val_batches": 1, "val_rows": 4,
-                           "log_every": 1, "warmup_steps": 0, "seed": 49}') r;
+                           "log_every": 1, "warmup_steps": 0, "seed": 49, "count_ramps": true}') r;
 RESET client_min_messages;
 SELECT config ->> 'count_ramps' AS count_ramps FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm49';
 SELECT shape FROM rt_model_params('t49_regular') WHERE name = 'enc.cramp.w';
 SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
 
--- 3. trained from scratch without it: the checkpoint says false, no enc.cramp.w, one tensor fewer
+-- 3. trained from scratch with the default: the checkpoint says false, no enc.cramp.w, one tensor fewer
 SELECT count(*) AS tensors_with FROM rt_model_params('t49_regular') \gset
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m49', steps => 2, preset => 'tiny',
               options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
-                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49, "count_ramps": false}') r;
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49}') r;
 RESET client_min_messages;
 SELECT config ->> 'count_ramps' AS count_ramps FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;

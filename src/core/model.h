@@ -176,13 +176,14 @@ typedef struct HwModelConfig
 	 * is the median of that distribution.  0: none, such tasks train with
 	 * the MAE loss (state blobs before version 7 load as 0). */
 	int32_t  ordinal_head;
-	/* 1 (the presets; only with child_counts): every cell of a row also gets
+	/* 1 (an option, 0 in the presets; only with child_counts): every cell of a row also gets
 	 * its row's child counts as ramps in log2(1 + n) (HW_CRAMP_STEPS per
 	 * link and window), e += crf @ enc.cramp.w^T (hw_count_ramp_features);
 	 * 0: none (state blobs before version 8 load as 0).  log1p(n) / 4 told
-	 * 2 orders from 3 by 0.07, and the benchmark's models could not learn a
-	 * line between them (docs/BENCHMARKS.md, session 18); a ramp gives a
-	 * linear map a step at any count, like the relative-time ramps. */
+	 * 2 orders from 3 by 0.07, and the benchmark's models did not learn a
+	 * line between them; a ramp gives a linear map a step at any count,
+	 * like the relative-time ramps (docs/model.md, Count ramps: measured,
+	 * not the default). */
 	int32_t  count_ramps;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine

@@ -4,7 +4,7 @@
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
-SELECT plan(17);
+SELECT plan(16);
 
 SELECT lives_ok($$ SELECT rt_demo_shop('shop', 100, 7) $$, 'demo database');
 SELECT lives_ok($$ SELECT rt_create_model('shop', 'shop') $$, 'model');
@@ -15,14 +15,14 @@ SELECT lives_ok($$ SELECT rt_train('shop', steps => 3, preset => 'tiny') $$, 'th
 CREATE TEMP TABLE p AS SELECT * FROM rt_model_params('status');
 
 -- tiny: 15 encoder tensors + 2 layers x (3 sublayers x 7 + 4 FFN) + final norm + 10 head tensors
--- + the relative-time, link-code, child-count and count-ramp weights (rel_time,
--- link_types, child_counts, count_ramps: on by default) and the ordinal head, last
-SELECT is((SELECT count(*) FROM p), 82::bigint, 'tiny has 82 parameter tensors');
+-- + the relative-time, link-code and child-count weights (rel_time, link_types,
+-- child_counts: on by default; count_ramps, off, would add enc.cramp.w: t_49)
+-- and the ordinal head, last
+SELECT is((SELECT count(*) FROM p), 81::bigint, 'tiny has 81 parameter tensors');
 SELECT is((SELECT shape FROM p WHERE name = 'head.ord.w'), '{16,64}'::int[], 'ordinal head weights [16, D]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.ts_rel.w'), '{64,20}'::int[], 'relative-time weights [D, 20]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.link.w'), '{64,32}'::int[], 'link-code weights [D, 32]');
 SELECT is((SELECT shape FROM p WHERE name = 'enc.cnt.w'), '{64,384}'::int[], 'child-count weights [D, 32 x 12]');
-SELECT is((SELECT shape FROM p WHERE name = 'enc.cramp.w'), '{64,1536}'::int[], 'count-ramp weights [D, 32 x 12 x 4]');
 SELECT is((SELECT shape FROM p WHERE name = 'layer1.col.tau'), '{4}'::int[], 'per-head tau of 4 heads');
 SELECT is((SELECT optimizer || '/' || weight_decay FROM p WHERE name = 'layer0.ffn.w2'), 'muon/true',
           '2-D hidden matrix: Muon with weight decay');

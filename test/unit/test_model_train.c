@@ -264,8 +264,13 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		free(old);
 	}
 	free(blob); free(c1); free(k1);
-	/* a model with relative time (the presets' default) keeps it through its state */
-	rt = make_model(be, &c1, &k1, 100, &err);
+	/* a model with relative time (the presets' default) keeps it through its
+	 * state, and with the count ramps (an option) too */
+	hw_model_config_preset(&c, "tiny", &err);
+	c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 20; c.total_steps = 100;
+	c.count_ramps = 1;
+	hw_synth_tables(DT, 3, &c1, &k1);
+	rt = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(rt && hw_model_config(rt)->rel_time == 1 && hw_model_param_index(rt, "enc.ts_rel.w") >= 0);
 	CHECK(hw_model_config(rt)->link_types == 1 && hw_model_param_index(rt, "enc.link.w") >= 0);
 	CHECK(hw_model_config(rt)->child_counts == 1 && hw_model_param_index(rt, "enc.cnt.w") >= 0);

@@ -76,6 +76,7 @@ rt_make(RtFix *f, int stype)
 	c.d_text = 32;
 	c.seq_len = 32;
 	c.batch_size = 6;
+	c.count_ramps = 1;   /* an option (off in the presets); model_count_ramps_only_where_counted needs it */
 	f->be = hw_backend_cpu_create(1, &err);
 	hw_synth_tables(c.d_text, 3, &f->colt, &f->catt);
 	f->m = hw_model_create(&c, f->colt, HW_SYNTH_NCOLS, f->catt, HW_SYNTH_NCAT, f->be, &err);
@@ -435,6 +436,8 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 	CHECK(rt_make(&f, HW_ST_NUMERICAL));
 	CHECK_EQ_INT(hw_model_config(f.m)->count_ramps, 1);
 	CHECK(hw_model_param_index(f.m, "enc.cramp.w") == hw_model_param_index(f.m, "enc.cnt.w") + 1);
+	hw_model_config_preset(&cfg, "tiny", &err);
+	CHECK_EQ_INT(cfg.count_ramps, 0);             /* off in the presets */
 	cfg = *hw_model_config(f.m);
 	cfg.count_ramps = 0;
 	off = hw_model_create(&cfg, f.colt, HW_SYNTH_NCOLS, f.catt, HW_SYNTH_NCAT, f.be, &err);
