@@ -1298,38 +1298,29 @@ prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 			const uint32_t *mkey = means ? bt->mean_key + i * mk : NULL;
 			const float    *mean = means ? bt->child_mean + i * mc : NULL;
 
+			/* the count ramps (cfg.count_ramps, which needs child_counts) [N, HW_CRAMP_DIM], from the same counts */
+			float          *r = m->cfg.count_ramps ? m->h_cramp + i * HW_CRAMP_DIM : NULL;
+			bool            same = i > 0 && !bt->is_padding[i - 1] &&
+								   memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
+								   memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0;
+
 			if (bt->is_padding[i])
 				memset(f, 0, sizeof(float) * HW_CNT_DIM);
-			else if (i > 0 && !bt->is_padding[i - 1] && memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
-					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0 &&
-					 (!means || (memcmp(mkey, mkey - mk, sizeof(uint32_t) * mk) == 0 &&
-								 memcmp(mean, mean - mc, sizeof(float) * mc) == 0)))
+			else if (same && (!means || (memcmp(mkey, mkey - mk, sizeof(uint32_t) * mk) == 0 &&
+										 memcmp(mean, mean - mc, sizeof(float) * mc) == 0)))
 				memcpy(f, f - HW_CNT_DIM, sizeof(float) * HW_CNT_DIM);
 			else
 				hw_child_count_features(key, cnt, mkey, mean, f);
+			if (r && bt->is_padding[i])
+				memset(r, 0, sizeof(float) * HW_CRAMP_DIM);
+			else if (r && same)
+				memcpy(r, r - HW_CRAMP_DIM, sizeof(float) * HW_CRAMP_DIM);
+			else if (r)
+				hw_count_ramp_features(key, cnt, r);
 		}
 		o->memcpy_h2d(be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
-	}
-	if (m->cfg.count_ramps)
-	{
-		/* [N, HW_CRAMP_DIM]: once per run of cells with equal counts, as above */
-		const size_t nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
-
-		for (int64_t i = 0; i < N; i++)
-		{
-			float          *f = m->h_cramp + i * HW_CRAMP_DIM;
-			const uint32_t *key = bt->child_key + i * nk;
-			const uint16_t *cnt = bt->child_count + i * nc;
-
-			if (bt->is_padding[i])
-				memset(f, 0, sizeof(float) * HW_CRAMP_DIM);
-			else if (i > 0 && !bt->is_padding[i - 1] && memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
-					 memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
-				memcpy(f, f - HW_CRAMP_DIM, sizeof(float) * HW_CRAMP_DIM);
-			else
-				hw_count_ramp_features(key, cnt, f);
-		}
-		o->memcpy_h2d(be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) N * HW_CRAMP_DIM);
+		if (m->cfg.count_ramps)
+			o->memcpy_h2d(be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) N * HW_CRAMP_DIM);
 	}
 	m->B = B;
 	m->S = S;
