@@ -24,7 +24,8 @@
 #   test metric and the one served, trajectory.sql; costs a forward pass
 #   over the test rows per candidate, changes no figure), ACC_DUMP (1:
 #   every candidate's val and test predictions in candidates_<db>_<seed>.csv,
-#   candidates_dump.sql, for ensemble_study.py).
+#   candidates_dump.sql, for ensemble_study.py, threshold_study.py and
+#   ranking_study.py).
 # Always: every run's served test predictions (test_preds.sql) and the
 #   GBDT's (gbdt.py) in preds_*.csv; report.md ends with paired.py's
 #   comparison (the difference and its 95% paired-bootstrap interval over
