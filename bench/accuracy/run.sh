@@ -25,7 +25,10 @@
 #   over the test rows per candidate, changes no figure), ACC_DUMP (1:
 #   every candidate's val and test predictions in candidates_<db>_<seed>.csv,
 #   candidates_dump.sql, for ensemble_study.py, threshold_study.py and
-#   ranking_study.py).
+#   ranking_study.py), ACC_SEGMENT_SWAP (1: the shop's test rows predicted
+#   again with the vip and consumer segments exchanged, in
+#   segment_swap_shop_<seed>.csv, shop_segment_swap.sql; read it with
+#   segment_swap_study.py).
 # Always: every run's served test predictions (test_preds.sql) and the
 #   GBDT's (gbdt.py) in preds_*.csv; report.md ends with paired.py's
 #   comparison (the difference and its 95% paired-bootstrap interval over
@@ -135,6 +138,10 @@ for seed in $seeds; do
 		fi
 		if [ -n "${ACC_DUMP:-}" ]; then
 			q "acc_$db" -v model="acc_$db" -v dump="$out/candidates_${db}_$seed.csv" -f "$here/candidates_dump.sql"
+		fi
+		if [ -n "${ACC_SEGMENT_SWAP:-}" ] && [ "$db" = shop ]; then
+			q "acc_$db" -o /dev/null -c "SET acc.model = 'acc_$db'" -v dump="$out/segment_swap_${db}_$seed.csv" \
+				-f "$here/shop_segment_swap.sql"
 		fi
 		q "acc_$db" -o /dev/null -c "SELECT rt_drop_model('acc_$db')"
 	done
