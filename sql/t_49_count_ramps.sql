@@ -68,6 +68,21 @@ RESET client_min_messages;
 SELECT config ->> 'count_ramps' AS count_ramps, config ->> 'child_counts' AS child_counts FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
 
+-- 5. head_adamw (an option, off by default; unit model_head_adamw_moves_heads_by_adamw):
+-- refused when not a flag, written into the checkpoint's config when given, false by default
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"head_adamw": 2}') $$);
+SELECT config ->> 'head_adamw' AS head_adamw_default FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m49', steps => 2, preset => 'tiny',
+              options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49, "head_adamw": true}') r;
+RESET client_min_messages;
+SELECT config ->> 'head_adamw' AS head_adamw FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
+
 SET client_min_messages = warning;
 SELECT rt_drop_model('m49');
 DROP SCHEMA t49 CASCADE;

@@ -151,6 +151,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->child_means = 1;
 	c->ordinal_head = 1;
 	c->count_ramps = 0;       /* an option: the shop's orders_30d stayed at predicting 0 (docs/BENCHMARKS.md, session 18) */
+	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -175,7 +176,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) F(ema_decay)
+	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) I(head_adamw) F(ema_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -208,6 +209,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->child_means = c->child_counts && c->child_means ? 1 : 0;     /* they ride on enc.cnt.w */
 	c->ordinal_head = c->ordinal_head ? 1 : 0;
 	c->count_ramps = c->child_counts && c->count_ramps ? 1 : 0;    /* the same counts, another encoding */
+	c->head_adamw = c->head_adamw ? 1 : 0;
 	return HW_OK;
 }
 
@@ -318,7 +320,8 @@ hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_
 static int64_t
 addp(HwModel *m, const char *name, int ndim, int d0, int d1, int *ok)
 {
-	int opt = (ndim == 2 && d0 >= 2 && d1 >= 2 && strcmp(name, "enc.bool_emb") != 0) ? HW_OPT_MUON : HW_OPT_ADAMW;
+	int opt = (ndim == 2 && d0 >= 2 && d1 >= 2 && strcmp(name, "enc.bool_emb") != 0 &&
+			   !(m->cfg.head_adamw && strncmp(name, "head.", 5) == 0)) ? HW_OPT_MUON : HW_OPT_ADAMW;
 	/* weight decay on every weight matrix (2-D) except the boolean embedding table */
 	int decay = ndim == 2 && strcmp(name, "enc.bool_emb") != 0;
 	int i = hw_params_add(&m->pt, name, ndim, d0, d1, opt, decay);

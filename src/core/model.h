@@ -48,7 +48,8 @@
  *   head.ord.w [16,D]       only when cfg.ordinal_head, last         Muon, wd
  *   head.ord.b [16]         (its own GEMM: Zo [B,16])                AdamW
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
- * embedding table enc.bool_emb; AdamW for the rest.  Weight decay (0.1,
+ * embedding table enc.bool_emb (and, with cfg.head_adamw, the head.*
+ * weights); AdamW for the rest.  Weight decay (0.1,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
  * on biases, gains, tau, embedding vectors).
  *
@@ -185,6 +186,15 @@ typedef struct HwModelConfig
 	 * like the relative-time ramps (docs/model.md, Count ramps: measured,
 	 * not the default). */
 	int32_t  count_ramps;
+	/* 1 (an option, 0 in the presets): the output heads' weight matrices
+	 * (head.ts.w, head.cat.w, head.ord.w) train with AdamW instead of Muon,
+	 * as Muon's authors advise for an output layer: Newton-Schulz gives every
+	 * singular direction of the update the same size, so the ordinal head's
+	 * 16 thresholds, whose gradients are nearly one direction plus noise
+	 * from the rare high counts, move as much along the noise as along the
+	 * signal.  Weight decay unchanged.  0: Muon (state blobs before version 9
+	 * load as 0). */
+	int32_t  head_adamw;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -399,10 +409,10 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 8     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 9     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
-									  * 8: + count_ramps; 1..7 still load */
+									  * 8: + count_ramps; 9: + head_adamw; 1..8 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

@@ -84,6 +84,8 @@ static const OptSpec opt_specs[] = {
 	 "the head that numerical tasks with the loss \"ordinal\" (integer labels spanning at most 17 values) train and predict with: a distribution over their values, one logistic loss per threshold, its median (default true; false: such tasks train with \"mae\", as models trained before the option)"},
 	{"count_ramps", OPT_FLAG, 0, 1, false,
 	 "with child_counts, also gives each row its child counts as steps (ramps in log2(1 + n) with knots at 0, 1, 3, 7 and 15 children), so a line between 2 and 3 orders is one linear map away (default false: in a benchmark run on the demo shop's order counts, the model trained with it predicted 0 for every row)"},
+	{"head_adamw", OPT_FLAG, 0, 1, false,
+	 "the output heads' weight matrices train with AdamW instead of Muon (default false: Muon, as models trained before the option)"},
 	{"max_rows", OPT_INT, 1, 65535, false, "rows per sequence"},
 	{"child_width", OPT_INT, 1, 64, false, "children kept per foreign key and row"},
 	{"child_sampling", OPT_SAMPLING, 0, 0, false, "which children a row keeps when it has too many"},

@@ -8,6 +8,7 @@
 #include "synth_batch.h"
 #include "state_blob.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,13 +240,13 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.child_means, 0);
 	CHECK_EQ_INT(rc.ordinal_head, 0);
 	CHECK_EQ_INT(rc.count_ramps, 0);
-	for (uint32_t ver = 1; ver <= 7; ver++)
+	for (uint32_t ver = 1; ver <= 8; ver++)
 	{
-		/* the bytes each older config lacks: 8 count_ramps, 7 ordinal_head,
+		/* the bytes each older config lacks: 9 head_adamw, 8 count_ramps, 7 ordinal_head,
 		 * 6 ema_decay, 5 child_means, 4 child_counts, 3 rel_time +
 		 * link_types, 2 the schedule */
-		old = unit_state_as_version(blob, len, ver, ver == 1 ? 36 : ver == 2 ? 28 : ver == 3 ? 20 : ver == 4 ? 16 :
-									ver == 5 ? 12 : ver == 6 ? 8 : 4, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 1 ? 40 : ver == 2 ? 32 : ver == 3 ? 24 : ver == 4 ? 20 :
+									ver == 5 ? 16 : ver == 6 ? 12 : ver == 7 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -258,6 +259,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->child_means, 0);
 			CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 0);
 			CHECK_EQ_INT(hw_model_config(r)->count_ramps, 0);
+			CHECK_EQ_INT(hw_model_config(r)->head_adamw, 0);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -296,7 +298,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	 * version 6 state also the ordinal head: refused */
 	for (uint32_t ver = 6; ver <= 7; ver++)
 	{
-		old = unit_state_as_version(blob, len, ver, ver == 6 ? 8 : 4, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 6 ? 12 : 8, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r == NULL, "a version %u state of a model with count ramps was loaded", ver);
 		hw_model_free(r);
@@ -314,7 +316,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(rt != NULL);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
-	old = unit_state_as_version(blob, len, 4, 16, &olen);
+	old = unit_state_as_version(blob, len, 4, 20, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)
@@ -472,6 +474,115 @@ UNIT_TEST(model_unused_ordinal_head_changes_nothing)
 		free(a);
 		free(b);
 	}
+	hw_model_free(m[0]);
+	hw_model_free(m[1]);
+	hw_backend_destroy(be);
+	free(c1); free(k1);
+}
+
+/* head_adamw: the same model and batch with the heads on Muon (0) and on
+ * AdamW (1).  Step 1 must leave every parameter outside head.* identical
+ * (the loss and the gradients do not depend on the heads' optimiser), keep
+ * Muon's second moments empty, and move head.cat.w (the categorical target's
+ * head) by AdamW's first step computed here from its gradient:
+ * p1 = p0 - lr * (g' / (|g'| + eps) + wd * p0), g' the clipped gradient. */
+UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *c1, *k1;
+	HwModel   *m[2];
+	HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = HW_ST_CATEGORICAL, .seed = 7 };
+	HwBatch   *b = hw_synth_batch(&sp, 0);
+	float      loss[2], gn[2], lr[2];
+
+	hw_synth_tables(DT, 3, &c1, &k1);
+	for (int h = 0; h < 2; h++)
+	{
+		HwModelConfig c;
+
+		hw_model_config_preset(&c, "tiny", &err);
+		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		c.head_adamw = h;
+		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK(m[h] != NULL);
+		CHECK_EQ_INT(hw_model_config(m[h])->head_adamw, h);
+	}
+	const HwParamInfo *hp = hw_model_param_info(m[1], hw_model_param_index(m[1], "head.cat.w"));
+	int64_t  n = hp->numel;
+	float   *p0 = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *p1 = malloc(sizeof(float) * n);
+	float   *v = malloc(sizeof(float) * n);
+
+	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p0, n, &err), HW_OK);
+	for (int h = 0; h < 2; h++)
+	{
+		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
+		if (h == 1)
+			CHECK_EQ_INT(hw_model_get_tensor(m[1], 1, "head.cat.w", g, n, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
+	}
+	CHECK(loss[0] == loss[1] && gn[0] == gn[1] && lr[0] == lr[1]);
+	/* AdamW's first step on head.cat.w, by hand */
+	{
+		const HwModelConfig *c = hw_model_config(m[1]);
+		double gscale = gn[1] > c->clip_norm ? c->clip_norm / (gn[1] + 1e-6) : 1.0, worst = 0;
+		int    moved = 0;
+
+		CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p1, n, &err), HW_OK);
+		for (int64_t i = 0; i < n; i++)
+		{
+			double gs = g[i] * gscale;
+			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps) + c->weight_decay * p0[i]);
+			double d = fabs(p1[i] - want);
+
+			worst = d > worst ? d : worst;
+			moved += g[i] != 0;
+		}
+		CHECK_MSG(worst <= 1e-6 * lr[1] + 1e-7, "head.cat.w after AdamW's first step: worst error %g (lr %g)",
+				  worst, (double) lr[1]);
+		CHECK(moved > n / 2);
+		CHECK_EQ_INT(hw_model_get_tensor(m[1], 3, "head.cat.w", v, n, &err), HW_OK);
+		CHECK(v[0] != 0 || v[1] != 0);
+		CHECK_EQ_INT(hw_model_get_tensor(m[0], 3, "head.cat.w", v, n, &err), HW_OK);
+		for (int64_t i = 0; i < n; i++)
+			if (v[i] != 0)
+			{
+				CHECK_MSG(0, "Muon head.cat.w has a second moment");
+				break;
+			}
+		/* and the Muon head moved differently */
+		CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, "head.cat.w", v, n, &err), HW_OK);
+		CHECK(memcmp(v, p1, sizeof(float) * n) != 0);
+	}
+	/* everything outside head.* identical */
+	for (int i = 0; i < hw_model_n_params(m[0]); i++)
+	{
+		const HwParamInfo *p = hw_model_param_info(m[0], i);
+		float             *a, *c;
+
+		if (strncmp(p->name, "head.", 5) == 0)
+			continue;
+		a = malloc(sizeof(float) * p->numel);
+		c = malloc(sizeof(float) * p->numel);
+		CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, p->name, a, p->numel, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, p->name, c, p->numel, &err), HW_OK);
+		CHECK_MSG(memcmp(a, c, sizeof(float) * p->numel) == 0, "%s differs", p->name);
+		free(a);
+		free(c);
+	}
+	/* the option survives the state */
+	{
+		uint8_t      *blob;
+		size_t        len;
+		HwModelConfig rc;
+
+		CHECK_EQ_INT(hw_model_state_serialize(m[1], &blob, &len, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+		CHECK_EQ_INT(rc.head_adamw, 1);
+		free(blob);
+	}
+	free(p0); free(g); free(p1); free(v);
+	hw_batch_free(b);
 	hw_model_free(m[0]);
 	hw_model_free(m[1]);
 	hw_backend_destroy(be);
