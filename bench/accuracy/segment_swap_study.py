@@ -19,21 +19,7 @@ import sys
 
 import numpy as np
 
-
-def auroc(y, p):
-    order = np.argsort(p, kind="mergesort")
-    ranks = np.empty(len(p))
-    ps = p[order]
-    i = 0
-    while i < len(ps):  # average ranks over ties
-        j = i
-        while j + 1 < len(ps) and ps[j + 1] == ps[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    pos = y == 1
-    n1, n0 = pos.sum(), (~pos).sum()
-    return (ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
+from ensemble_study import auroc
 
 
 def f(v):
