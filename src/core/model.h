@@ -49,7 +49,7 @@
  *   head.ord.b [16]         (its own GEMM: Zo [B,16])                AdamW
  * Optimiser rule: Muon for 2-D weights with both dims >= 2 except the
  * embedding table enc.bool_emb (and, with cfg.head_adamw, the head.*
- * weights); AdamW for the rest.  Weight decay (0.1,
+ * weights); AdamW for the rest.  Weight decay (weight_decay, 0.3 by default,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
  * on biases, gains, tau, embedding vectors).
  *
