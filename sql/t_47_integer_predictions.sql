@@ -1,13 +1,14 @@
 -- t_47_integer_predictions: a numerical task whose train labels are all
--- integers (counts, ratings) and which is fitted with the MAE loss (the
--- default) or the ordinal loss (on request, integer labels spanning at most
--- 17 values: the median of a learnt distribution) predicts
--- integers (the median of integer labels is one); rt_predict_proba keeps
--- the unrounded value, which rounds to the prediction.  Not with the huber
--- loss, nor with fractional labels.  rt_evaluate's MAE is the MAE of what
--- rt_predict returns on the test rows (computed here by hand), and the val
--- MAE recorded in training is rt_evaluate's on val: validation, evaluation
--- and serving read the same rounded values.
+-- integers (counts, ratings) and which is fitted with the ordinal loss (the
+-- default where the labels span at most 17 values: the median of a learnt
+-- distribution) or the MAE loss (asked for) predicts integers (the median
+-- of integer labels is one); rt_predict_proba keeps the unrounded value,
+-- which rounds to the prediction.  Not with the huber loss, nor with
+-- fractional labels (MAE by default).  A task stored without a loss (made
+-- before the ordinal default) keeps the MAE regression.  rt_evaluate's MAE
+-- is the MAE of what rt_predict returns on the test rows (computed here by
+-- hand), and the val MAE recorded in training is rt_evaluate's on val:
+-- validation, evaluation and serving read the same rounded values.
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -23,9 +24,10 @@ SELECT rt_create_model('m47', 't47') IS NOT NULL AS created;
 -- the task summaries say which tasks round, and which use the ordinal loss
 SELECT t, s ->> 'loss' AS loss, s ->> 'ordinal_levels' AS levels, s ->> 'rounds_predictions' AS rounds
 FROM (VALUES
-  ('counts47', rt_create_task('m47', 'counts47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
-                              options => '{"loss": "ordinal"}')),
-  ('mae47', rt_create_task('m47', 'mae47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
+  ('counts47', rt_create_task('m47', 'counts47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
+  ('mae47', rt_create_task('m47', 'mae47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
+                           options => '{"loss": "mae"}')),
+  ('legacy47', rt_create_task('m47', 'legacy47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$)),
   ('huber47', rt_create_task('m47', 'huber47', query => $$ SELECT customer_id, obs_time, n, split FROM t47.rows47 $$,
                              options => '{"loss": "huber"}')),
   ('halves47', rt_create_task('m47', 'halves47', query => $$ SELECT customer_id, obs_time, n / 2 + 0.25 AS h, split FROM t47.rows47 $$)),
@@ -36,6 +38,10 @@ ORDER BY 1;
 SELECT rt_create_task('m47', 'bad47', query => $$ SELECT customer_id, obs_time, n / 2 + 0.25 AS h, split FROM t47.rows47 $$,
                       options => '{"loss": "ordinal"}');
 SELECT count(*) AS tasks FROM rt_tasks('m47');
+-- the default is stored with each task: the loss each one trains with
+SELECT name, options ->> 'loss' AS stored_loss FROM headwater.task WHERE name LIKE '%47' ORDER BY 1;
+-- legacy47 as a task made before the ordinal default was stored: no loss
+UPDATE headwater.task SET options = options - 'loss' WHERE name = 'legacy47';
 SELECT r ->> 'state' AS state FROM rt_train('m47', steps => 20, preset => 'tiny',
        options => '{"val_every": 10, "checkpoint_every": 10, "val_batches": 1, "val_rows": 100000, "seed": 5}') r;
 RESET client_min_messages;
@@ -46,7 +52,7 @@ CREATE TEMP TABLE p47 AS
 SELECT t.task, r.customer_id, r.obs_time, r.n, r.split,
        rt_predict(t.task, r.customer_id, r.obs_time) AS pred,
        rt_predict_proba(t.task, r.customer_id, r.obs_time) AS proba
-FROM t47.rows47 r, (VALUES ('counts47'), ('mae47'), ('huber47'), ('halves47')) t(task);
+FROM t47.rows47 r, (VALUES ('counts47'), ('mae47'), ('legacy47'), ('huber47'), ('halves47')) t(task);
 SELECT task, count(*) AS rows,
        count(*) FILTER (WHERE pred = round(pred)) AS integer_predictions,
        count(*) FILTER (WHERE proba ? 'unrounded') AS with_unrounded,

@@ -212,9 +212,10 @@ hw_task_rounds_predictions(const HwTask *task)
  * distribution (model.c).  Why it exists: an MAE regression's gradient is
  * the sign of the error, the same for every row on one side of the median;
  * the thresholds' losses give each row a gradient as large as its
- * surprise, and their median is still what MAE rewards.  Why it is not
- * the default: measured on the benchmark's counts it lost to the rounded
- * MAE regression (docs/BENCHMARKS.md, *Ordinal loss*, session 17). */
+ * surprise, and their median is still what MAE rewards.  rt_create_task
+ * stores "ordinal" as the loss of a numerical task that names none when
+ * its train labels allow it (src/pg/task.c; measured: docs/BENCHMARKS.md,
+ * session 21); a task stored without a loss keeps the MAE regression. */
 static inline int
 hw_task_ordinal_levels(const HwTask *task)
 {

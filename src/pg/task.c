@@ -370,9 +370,9 @@ parse_options(Jsonb *opts, const char *task, TaskOpts *o)
 			if (c == NULL || (o->num_loss = hw_num_loss_from_name(c)) < 0)
 				ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 								errmsg("bad value for option \"loss\" of task \"%s\"", task),
-								errhint("loss (numerical targets): \"mae\" (the default: fits the median, what MAE "
-										"rewards), \"ordinal\" (integer labels spanning at most %d values: the median of a "
-										"learnt distribution) or \"huber\" (fits the mean, what RMSE rewards).",
+								errhint("loss (numerical targets): \"ordinal\" (the default for integer labels spanning at most %d "
+										"values: the median of a learnt distribution), \"mae\" (the default otherwise: fits the "
+										"median, what MAE rewards) or \"huber\" (fits the mean, what RMSE rewards).",
 										HW_ORD_LEVELS + 1)));
 		}
 		else if (strcmp(key, "label_history") == 0)
@@ -1264,8 +1264,27 @@ rt_create_task(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("option \"loss\" of task \"%s\" is \"ordinal\", but its train labels are not integers spanning 2 to %d values",
 							   tname, HW_ORD_LEVELS + 1),
-						errhint("Use \"mae\" (the default) or \"huber\": the ordinal loss needs integer labels spanning at most %d values.",
+						errhint("Use \"mae\" or \"huber\": the ordinal loss needs integer labels spanning at most %d values.",
 								HW_ORD_LEVELS + 1)));
+	/*
+	 * The default loss of a numerical task is resolved here, once, and
+	 * stored in its options: "ordinal" where its train labels allow it
+	 * (integers spanning at most HW_ORD_LEVELS + 1 values), else "mae".  A
+	 * task stored without a loss (created before this default) keeps the
+	 * MAE regression it was trained with, so a model trained on it never
+	 * starts serving from a head it did not train.
+	 */
+	if (opts.num_loss < 0 && t->target_stype == HW_ST_NUMERICAL)
+	{
+		t->num_loss = HW_NUM_LOSS_ORDINAL;
+		if (hw_task_ordinal_levels(t) == 0)
+			t->num_loss = HW_NUM_LOSS_MAE;
+		options = DatumGetJsonbP(DirectFunctionCall2(jsonb_concat,
+								 options ? JsonbPGetDatum(options) : DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")),
+								 DirectFunctionCall1(jsonb_in, CStringGetDatum(t->num_loss == HW_NUM_LOSS_ORDINAL ?
+																			   "{\"loss\": \"ordinal\"}" :
+																			   "{\"loss\": \"mae\"}"))));
+	}
 
 	/* store (as the owner of headwater's tables) */
 	{
