@@ -152,6 +152,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->ordinal_head = 1;
 	c->count_ramps = 0;       /* an option: the shop's orders_30d stayed at predicting 0 (docs/BENCHMARKS.md, session 18) */
 	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
+	c->head_weight_decay = -1.0f;   /* as weight_decay */
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{
@@ -176,7 +177,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) I(head_adamw) F(ema_decay)
+	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) I(head_adamw) F(ema_decay) F(head_weight_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -210,6 +211,12 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->ordinal_head = c->ordinal_head ? 1 : 0;
 	c->count_ramps = c->child_counts && c->count_ramps ? 1 : 0;    /* the same counts, another encoding */
 	c->head_adamw = c->head_adamw ? 1 : 0;
+	if (c->head_weight_decay < 0)
+		c->head_weight_decay = c->weight_decay;
+	if (!(c->weight_decay >= 0 && c->head_weight_decay >= 0 && isfinite(c->weight_decay) &&
+		  isfinite(c->head_weight_decay)))
+		return hw_error_set(err, HW_ERR_INVALID, "weight_decay %g and head_weight_decay %g must be finite and at least 0",
+							(double) c->weight_decay, (double) c->head_weight_decay);
 	return HW_OK;
 }
 
@@ -322,7 +329,8 @@ addp(HwModel *m, const char *name, int ndim, int d0, int d1, int *ok)
 {
 	int opt = (ndim == 2 && d0 >= 2 && d1 >= 2 && strcmp(name, "enc.bool_emb") != 0 &&
 			   !(m->cfg.head_adamw && strncmp(name, "head.", 5) == 0)) ? HW_OPT_MUON : HW_OPT_ADAMW;
-	/* weight decay on every weight matrix (2-D) except the boolean embedding table */
+	/* weight decay on every weight matrix (2-D) except the boolean embedding
+	 * table (the head.* ones at head_weight_decay: optim.c) */
 	int decay = ndim == 2 && strcmp(name, "enc.bool_emb") != 0;
 	int i = hw_params_add(&m->pt, name, ndim, d0, d1, opt, decay);
 

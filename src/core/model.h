@@ -51,7 +51,8 @@
  * embedding table enc.bool_emb (and, with cfg.head_adamw, the head.*
  * weights); AdamW for the rest.  Weight decay (weight_decay, 0.3 by default,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
- * on biases, gains, tau, embedding vectors).
+ * on biases, gains, tau, embedding vectors); the head.* matrices take
+ * head_weight_decay instead (by default the same value).
  *
  * ---- Arithmetic (fp32 throughout) ----
  *   rms(x; g)   = (1 + g) * x / sqrt(mean_d(x^2) + 1e-6)
@@ -195,6 +196,14 @@ typedef struct HwModelConfig
 	 * signal.  Weight decay unchanged.  0: Muon (state blobs before version 9
 	 * load as 0). */
 	int32_t  head_adamw;
+	/* The decoupled weight decay of the output heads' matrices (head.*.w),
+	 * where weight_decay applies to the rest.  Negative (the presets): the
+	 * same as weight_decay, resolved by hw_model_config_finish.  Decay bounds
+	 * a matrix's norm (Muon's updates have a fixed size, so the norm settles
+	 * near update / decay), and on a head that bound is the logits' scale:
+	 * the probabilities it can express (docs/model.md, Weight decay of the
+	 * heads).  State blobs before version 10 load with weight_decay. */
+	float    head_weight_decay;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -409,10 +418,11 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 9     /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 10    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
-									  * 8: + count_ramps; 9: + head_adamw; 1..8 still load */
+									  * 8: + count_ramps; 9: + head_adamw; 10: + head_weight_decay;
+									  * 1..9 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

@@ -19,7 +19,8 @@
  * from version 6: f32 ema_decay (older: 0, no parameter average).
  * from version 7: i32 ordinal_head (older: 0, no head.ord parameters),
  * from version 8: i32 count_ramps (older: 0, no enc.cramp.w),
- * from version 9: i32 head_adamw (older: 0, Muon heads).
+ * from version 9: i32 head_adamw (older: 0, Muon heads),
+ * from version 10: f32 head_weight_decay (older: weight_decay, as they trained).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "model.h"
@@ -36,7 +37,8 @@
 #define CONFIG_BYTES_V6 (CONFIG_BYTES_V5 + 4)
 #define CONFIG_BYTES_V7 (CONFIG_BYTES_V6 + 4)
 #define CONFIG_BYTES_V8 (CONFIG_BYTES_V7 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V8 + 4)
+#define CONFIG_BYTES_V9 (CONFIG_BYTES_V8 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V9 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -96,6 +98,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->ordinal_head);
 	PUT(w, c->count_ramps);
 	PUT(w, c->head_adamw);
+	PUT(w, c->head_weight_decay);
 }
 
 int
@@ -201,7 +204,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 8 && cb == CONFIG_BYTES_V8) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 9 && cb == CONFIG_BYTES_V9) ||
+		  (ver == 8 && cb == CONFIG_BYTES_V8) ||
 		  (ver == 7 && cb == CONFIG_BYTES_V7) ||
 		  (ver == 6 && cb == CONFIG_BYTES_V6) ||
 		  (ver == 5 && cb == CONFIG_BYTES_V5) ||
@@ -239,6 +243,10 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->count_ramps);
 	if (ver >= 9)
 		GET(r, c->head_adamw);
+	if (ver >= 10)
+		GET(r, c->head_weight_decay);
+	else
+		c->head_weight_decay = c->weight_decay;   /* the heads decayed like the rest */
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

@@ -58,7 +58,8 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, \"descendant_counts\": %s, "
 								"\"future_parents\": \"%s\", \"seed\": %llu, \"lr\": %g, \"total_steps\": %d, "
 								"\"rel_time\": %s, \"link_types\": %s, \"child_counts\": %s, \"child_means\": %s, "
-								"\"cell_dropout\": %g, \"ema_decay\": %g, \"ordinal_head\": %s, \"count_ramps\": %s, \"head_adamw\": %s}",
+								"\"cell_dropout\": %g, \"ema_decay\": %g, \"ordinal_head\": %s, \"count_ramps\": %s, \"head_adamw\": %s, "
+								"\"weight_decay\": %g, \"head_weight_decay\": %g}",
 								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
 								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
 								hw_child_sampling_name(scfg->child_sampling), scfg->recent_children,
@@ -68,7 +69,8 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 								mc->link_types ? "true" : "false", mc->child_counts ? "true" : "false",
 								mc->child_means ? "true" : "false", (double) scfg->cell_dropout,
 								(double) mc->ema_decay, mc->ordinal_head ? "true" : "false",
-								mc->count_ramps ? "true" : "false", mc->head_adamw ? "true" : "false");
+								mc->count_ramps ? "true" : "false", mc->head_adamw ? "true" : "false",
+								(double) mc->weight_decay, (double) mc->head_weight_decay);
 		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID, INT8OID};
 		Datum   values[8] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
 							 Int32GetDatum((int32) hw_model_step(m)), Int64GetDatum((int64) sampler_position),

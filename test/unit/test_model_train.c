@@ -240,13 +240,14 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.child_means, 0);
 	CHECK_EQ_INT(rc.ordinal_head, 0);
 	CHECK_EQ_INT(rc.count_ramps, 0);
-	for (uint32_t ver = 1; ver <= 8; ver++)
+	CHECK(rc.head_weight_decay == rc.weight_decay);   /* the preset's "as weight_decay", resolved */
+	for (uint32_t ver = 1; ver <= 9; ver++)
 	{
-		/* the bytes each older config lacks: 9 head_adamw, 8 count_ramps, 7 ordinal_head,
-		 * 6 ema_decay, 5 child_means, 4 child_counts, 3 rel_time +
-		 * link_types, 2 the schedule */
-		old = unit_state_as_version(blob, len, ver, ver == 1 ? 40 : ver == 2 ? 32 : ver == 3 ? 24 : ver == 4 ? 20 :
-									ver == 5 ? 16 : ver == 6 ? 12 : ver == 7 ? 8 : 4, &olen);
+		/* the bytes each older config lacks: 10 head_weight_decay, 9 head_adamw,
+		 * 8 count_ramps, 7 ordinal_head, 6 ema_decay, 5 child_means,
+		 * 4 child_counts, 3 rel_time + link_types, 2 the schedule */
+		old = unit_state_as_version(blob, len, ver, ver == 1 ? 44 : ver == 2 ? 36 : ver == 3 ? 28 : ver == 4 ? 24 :
+									ver == 5 ? 20 : ver == 6 ? 16 : ver == 7 ? 12 : ver == 8 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -260,6 +261,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 0);
 			CHECK_EQ_INT(hw_model_config(r)->count_ramps, 0);
 			CHECK_EQ_INT(hw_model_config(r)->head_adamw, 0);
+			CHECK(hw_model_config(r)->head_weight_decay == hw_model_config(a)->weight_decay);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -298,7 +300,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	 * version 6 state also the ordinal head: refused */
 	for (uint32_t ver = 6; ver <= 7; ver++)
 	{
-		old = unit_state_as_version(blob, len, ver, ver == 6 ? 12 : 8, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 6 ? 16 : 12, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r == NULL, "a version %u state of a model with count ramps was loaded", ver);
 		hw_model_free(r);
@@ -316,7 +318,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(rt != NULL);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
-	old = unit_state_as_version(blob, len, 4, 20, &olen);
+	old = unit_state_as_version(blob, len, 4, 24, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)
@@ -584,6 +586,138 @@ UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
 		free(blob);
 	}
 	free(p0); free(g); free(p1); free(v);
+	hw_batch_free(b);
+	hw_model_free(m[0]);
+	hw_model_free(m[1]);
+	hw_backend_destroy(be);
+	free(c1); free(k1);
+}
+
+/* head_weight_decay: the same model and batch with the heads' decay as the
+ * rest's (the preset's default, resolved to weight_decay) and with none.
+ * Step 1 must leave every parameter outside head.* identical; on a Muon
+ * head (head.ord.w), p1 = (1 - lr wd) p0 - lr * update with the same update,
+ * so the two models' p1 differ by exactly lr * weight_decay * p0; with
+ * head_adamw, head.cat.w must match AdamW's first step by hand with wd = 0. */
+UNIT_TEST(model_head_weight_decay_only_on_heads)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *c1, *k1;
+	HwModel   *m[2];
+	HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = HW_ST_CATEGORICAL, .seed = 11 };
+	HwBatch   *b = hw_synth_batch(&sp, 0);
+	float      loss[2], gn[2], lr[2];
+
+	hw_synth_tables(DT, 3, &c1, &k1);
+	for (int h = 0; h < 2; h++)
+	{
+		HwModelConfig c;
+
+		hw_model_config_preset(&c, "tiny", &err);
+		CHECK(c.head_weight_decay < 0);          /* "as weight_decay" until finished */
+		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		c.head_adamw = 1;                        /* head.cat.w on AdamW: a hand-checkable step */
+		if (h == 1)
+			CHECK_EQ_INT(hw_model_config_set(&c, "head_weight_decay", 0.0, &err), HW_OK);
+		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK(m[h] != NULL);
+	}
+	CHECK(hw_model_config(m[0])->head_weight_decay == hw_model_config(m[0])->weight_decay);
+	CHECK(hw_model_config(m[0])->weight_decay > 0 && hw_model_config(m[1])->head_weight_decay == 0);
+	/* with head_adamw every head.* matrix is on AdamW: the Muon case is the
+	 * second pair below */
+	const HwParamInfo *hp = hw_model_param_info(m[1], hw_model_param_index(m[1], "head.cat.w"));
+	int64_t  n = hp->numel;
+	float   *p0 = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *p1 = malloc(sizeof(float) * n);
+
+	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p0, n, &err), HW_OK);
+	for (int h = 0; h < 2; h++)
+	{
+		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
+		if (h == 1)
+			CHECK_EQ_INT(hw_model_get_tensor(m[1], 1, "head.cat.w", g, n, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
+	}
+	CHECK(loss[0] == loss[1] && gn[0] == gn[1] && lr[0] == lr[1]);
+	{
+		const HwModelConfig *c = hw_model_config(m[1]);
+		double gscale = gn[1] > c->clip_norm ? c->clip_norm / (gn[1] + 1e-6) : 1.0, worst = 0;
+
+		CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p1, n, &err), HW_OK);
+		for (int64_t i = 0; i < n; i++)
+		{
+			double gs = g[i] * gscale;
+			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps));   /* no decay term */
+			double d = fabs(p1[i] - want);
+
+			worst = d > worst ? d : worst;
+		}
+		CHECK_MSG(worst <= 1e-6 * lr[1] + 1e-7, "head.cat.w without decay: worst error %g (lr %g)", worst, (double) lr[1]);
+	}
+	check_same_params(m[0], m[1], "head.");
+	{
+		uint8_t      *blob;
+		size_t        len;
+		HwModelConfig rc;
+
+		CHECK_EQ_INT(hw_model_state_serialize(m[1], &blob, &len, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+		CHECK(rc.head_weight_decay == 0 && rc.weight_decay == hw_model_config(m[1])->weight_decay);
+		free(blob);
+	}
+	hw_model_free(m[0]);
+	hw_model_free(m[1]);
+	free(p0); free(g); free(p1);
+
+	/* Muon heads (head_adamw off): head.ord.w's two p1 differ by lr wd p0 */
+	for (int h = 0; h < 2; h++)
+	{
+		HwModelConfig c;
+
+		hw_model_config_preset(&c, "tiny", &err);
+		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		c.head_weight_decay = h == 0 ? -1.0f : 0.0f;
+		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK(m[h] != NULL);
+	}
+	hp = hw_model_param_info(m[0], hw_model_param_index(m[0], "head.ord.w"));
+	CHECK(hp != NULL && hp->opt == HW_OPT_MUON && hp->decay);
+	n = hp->numel;
+	p0 = malloc(sizeof(float) * n);
+	float *q0 = malloc(sizeof(float) * n), *q1 = malloc(sizeof(float) * n);
+
+	CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, "head.ord.w", p0, n, &err), HW_OK);
+	for (int h = 0; h < 2; h++)
+	{
+		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
+		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
+	}
+	CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, "head.ord.w", q0, n, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.ord.w", q1, n, &err), HW_OK);
+	{
+		double wd = hw_model_config(m[0])->weight_decay, worst = 0, norm = 0;
+
+		for (int64_t i = 0; i < n; i++)
+		{
+			double d = fabs((q1[i] - q0[i]) - lr[0] * wd * p0[i]);
+
+			worst = d > worst ? d : worst;
+			norm += fabs(p0[i]);
+		}
+		CHECK(norm > 0);
+		CHECK_MSG(worst <= 1e-7, "head.ord.w: the two models differ by other than lr wd p0 (worst %g)", worst);
+	}
+	check_same_params(m[0], m[1], "head.");
+	/* NaN is refused */
+	{
+		HwModelConfig c;
+
+		hw_model_config_preset(&c, "tiny", &err);
+		c.head_weight_decay = NAN;
+		CHECK_EQ_INT(hw_model_config_finish(&c, &err), HW_ERR_INVALID);
+	}
+	free(p0); free(q0); free(q1);
 	hw_batch_free(b);
 	hw_model_free(m[0]);
 	hw_model_free(m[1]);
