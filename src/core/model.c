@@ -152,7 +152,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->ordinal_head = 1;
 	c->count_ramps = 0;       /* an option: the shop's orders_30d stayed at predicting 0 (docs/BENCHMARKS.md, session 18) */
 	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
-	c->head_weight_decay = -1.0f;   /* as weight_decay */
+	c->head_weight_decay = 0.0f;    /* the heads undecayed: sharper probabilities (docs/BENCHMARKS.md, session 22) */
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
 	{

@@ -240,7 +240,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.child_means, 0);
 	CHECK_EQ_INT(rc.ordinal_head, 0);
 	CHECK_EQ_INT(rc.count_ramps, 0);
-	CHECK(rc.head_weight_decay == rc.weight_decay);   /* the preset's "as weight_decay", resolved */
+	CHECK(rc.head_weight_decay == 0);   /* the presets' */
 	for (uint32_t ver = 1; ver <= 9; ver++)
 	{
 		/* the bytes each older config lacks: 10 head_weight_decay, 9 head_adamw,
@@ -550,7 +550,7 @@ UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
 		for (int64_t i = 0; i < n; i++)
 		{
 			double gs = g[i] * gscale;
-			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps) + c->weight_decay * p0[i]);
+			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps) + c->head_weight_decay * p0[i]);
 			double d = fabs(p1[i] - want);
 
 			worst = d > worst ? d : worst;
@@ -615,11 +615,11 @@ UNIT_TEST(model_head_weight_decay_only_on_heads)
 		HwModelConfig c;
 
 		hw_model_config_preset(&c, "tiny", &err);
-		CHECK(c.head_weight_decay < 0);          /* "as weight_decay" until finished */
+		CHECK(c.head_weight_decay == 0);         /* the presets leave the heads undecayed */
 		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
 		c.head_adamw = 1;                        /* head.cat.w on AdamW: a hand-checkable step */
-		if (h == 1)
-			CHECK_EQ_INT(hw_model_config_set(&c, "head_weight_decay", 0.0, &err), HW_OK);
+		/* model 0: "as weight_decay" (negative); model 1: none */
+		CHECK_EQ_INT(hw_model_config_set(&c, "head_weight_decay", h == 0 ? -1.0 : 0.0, &err), HW_OK);
 		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK(m[h] != NULL);
 	}

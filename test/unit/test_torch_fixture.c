@@ -290,6 +290,7 @@ run_fixture(const char *tag)
 	cfg.child_counts = 0; /* nor child counts */
 	cfg.ordinal_head = 0; /* nor the ordinal head */
 	cfg.count_ramps = 0;  /* nor count ramps */
+	cfg.head_weight_decay = -1.0f;   /* it decays the heads like every other matrix */
 	bt = fx_batch(&fx, msg, sizeof(msg));
 	if (!bt)
 	{
