@@ -83,10 +83,10 @@ SELECT config ->> 'head_adamw' AS head_adamw FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
 SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
 
--- 6. head_weight_decay (an option; by default the same as weight_decay; unit
+-- 6. head_weight_decay (0 by default: the heads undecayed; unit
 -- model_head_weight_decay_only_on_heads): refused out of range or not a
--- number, the default resolved to weight_decay in the checkpoint's config,
--- a value given kept apart from weight_decay
+-- number, the default 0 beside weight_decay's 0.3 in the checkpoint's
+-- config, a value given kept apart from weight_decay
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"head_weight_decay": -0.1}') $$);
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"head_weight_decay": "none"}') $$);
 SELECT config ->> 'weight_decay' AS weight_decay, config ->> 'head_weight_decay' AS head_weight_decay_default

@@ -52,7 +52,7 @@
  * weights); AdamW for the rest.  Weight decay (weight_decay, 0.3 by default,
  * decoupled, times lr) on every 2-D weight matrix except enc.bool_emb (so not
  * on biases, gains, tau, embedding vectors); the head.* matrices take
- * head_weight_decay instead (by default the same value).
+ * head_weight_decay instead (0 by default: undecayed).
  *
  * ---- Arithmetic (fp32 throughout) ----
  *   rms(x; g)   = (1 + g) * x / sqrt(mean_d(x^2) + 1e-6)
@@ -197,8 +197,9 @@ typedef struct HwModelConfig
 	 * load as 0). */
 	int32_t  head_adamw;
 	/* The decoupled weight decay of the output heads' matrices (head.*.w),
-	 * where weight_decay applies to the rest.  Negative (the presets): the
-	 * same as weight_decay, resolved by hw_model_config_finish.  Decay bounds
+	 * where weight_decay applies to the rest.  0 in the presets (measured:
+	 * docs/BENCHMARKS.md, session 22); negative: the same as weight_decay,
+	 * resolved by hw_model_config_finish.  Decay bounds
 	 * a matrix's norm (Muon's updates have a fixed size, so the norm settles
 	 * near update / decay), and on a head that bound is the logits' scale:
 	 * the probabilities it can express (docs/model.md, Weight decay of the

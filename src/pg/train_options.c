@@ -62,7 +62,7 @@ static const OptSpec opt_specs[] = {
 	{"warmup_steps", OPT_INT, 0, I32MAX, false, "steps of learning-rate warmup"},
 	{"weight_decay", OPT_NUM, 0, 1, false, "decoupled weight decay"},
 	{"head_weight_decay", OPT_NUM, 0, 1, false,
-	 "decoupled weight decay of the output heads' matrices (default: weight_decay)"},
+	 "decoupled weight decay of the output heads' matrices (default 0: undecayed)"},
 	{"ema_decay", OPT_NUM, 0, 0.9999, false,
 	 "the decay of the parameter average that validation and predictions read (0: none, the last parameters)"},
 	{"batch_size", OPT_INT, 1, 4096, false, "sequences per batch"},
