@@ -327,10 +327,11 @@ hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_
 static int64_t
 addp(HwModel *m, const char *name, int ndim, int d0, int d1, int *ok)
 {
+	int head = strncmp(name, "head.", 5) == 0;
 	int opt = (ndim == 2 && d0 >= 2 && d1 >= 2 && strcmp(name, "enc.bool_emb") != 0 &&
-			   !(m->cfg.head_adamw && strncmp(name, "head.", 5) == 0)) ? HW_OPT_MUON : HW_OPT_ADAMW;
+			   !(m->cfg.head_adamw && head)) ? HW_OPT_MUON : HW_OPT_ADAMW;
 	/* weight decay on every weight matrix (2-D) except the boolean embedding
-	 * table (the head.* ones at head_weight_decay: optim.c) */
+	 * table (the heads' at head_weight_decay: optim.c) */
 	int decay = ndim == 2 && strcmp(name, "enc.bool_emb") != 0;
 	int i = hw_params_add(&m->pt, name, ndim, d0, d1, opt, decay);
 
@@ -339,6 +340,7 @@ addp(HwModel *m, const char *name, int ndim, int d0, int d1, int *ok)
 		*ok = 0;
 		return 0;
 	}
+	m->pt.p[i].head = head;
 	return m->pt.p[i].offset;
 }
 

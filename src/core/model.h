@@ -268,6 +268,7 @@ typedef struct HwParamInfo
 	int64_t  numel;
 	int32_t  opt;              /* HwOptKind */
 	int32_t  decay;            /* 1: weight decay applies */
+	int32_t  head;             /* 1: an output head's (head.*): decays at head_weight_decay */
 } HwParamInfo;
 
 typedef struct HwModel HwModel;

@@ -8,7 +8,6 @@
 #include "optim.h"
 
 #include <math.h>
-#include <string.h>
 
 #define NS_A 3.4445f
 #define NS_B (-4.7750f)
@@ -145,9 +144,10 @@ hw_optim_step(HwBackend *be, const HwModelConfig *cfg, const HwParamInfo *p, int
 	{
 		float       *pp = params + p[i].offset, *a = m1 + p[i].offset, *b = m2 + p[i].offset;
 		const float *g = grads + p[i].offset;
-		/* the output heads' matrices have their own rate (model.h, head_weight_decay) */
+		/* the output heads' matrices have their own rate (model.h, head_weight_decay;
+		 * negative only in a config not yet finished: as weight_decay) */
 		float        wd = !p[i].decay ? 0.0f :
-			strncmp(p[i].name, "head.", 5) == 0 && cfg->head_weight_decay >= 0 ? cfg->head_weight_decay : cfg->weight_decay;
+			p[i].head && cfg->head_weight_decay >= 0 ? cfg->head_weight_decay : cfg->weight_decay;
 
 		if (p[i].opt == HW_OPT_MUON)
 		{
