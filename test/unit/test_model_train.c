@@ -439,10 +439,6 @@ UNIT_TEST(model_memory_estimate)
 	CHECK_EQ_INT(hw_model_memory_bytes(&c, 12, 9), -1);
 }
 
-/* A model with the ordinal head trains tasks that do not use it exactly as
- * a model without it: the head's parameters come last (the others keep
- * their offsets and initial draws) and get no gradient, so every shared
- * parameter is bit-identical after a few steps (docs/model.md, Ordinal loss). */
 /* Every parameter of a (by a's table) equal, bit for bit, to b's of the same
  * name, except those whose name starts with skip (NULL: none skipped). */
 static void
@@ -469,6 +465,74 @@ check_same_params(HwModel *a, HwModel *b, const char *skip)
 	}
 }
 
+/* The small tiny-preset configuration of the paired-model tests below
+ * (8 x 64 batches, a short warm-up so step 1 has a non-zero rate). */
+static void
+pair_config(HwModelConfig *c, HwError *err)
+{
+	hw_model_config_preset(c, "tiny", err);
+	c->d_text = DT;
+	c->batch_size = 8;
+	c->seq_len = 64;
+	c->warmup_steps = 2;
+	c->total_steps = 100;
+}
+
+/* One optimiser step of both models on batch b.  Before m[1]'s step, its
+ * gradient of tensor `grad_of` (n floats) is copied into g (NULL: none). */
+static void
+step_pair(HwModel *m[2], HwBatch *b, const char *grad_of, float *g, int64_t n,
+		  float loss[2], float gn[2], float lr[2])
+{
+	HwError err = {0};
+
+	for (int h = 0; h < 2; h++)
+	{
+		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
+		if (h == 1 && grad_of)
+			CHECK_EQ_INT(hw_model_get_tensor(m[1], 1, grad_of, g, n, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
+	}
+	CHECK(loss[0] == loss[1] && gn[0] == gn[1] && lr[0] == lr[1]);
+}
+
+/* The largest |p1 - want| over n values, want being AdamW's first step by
+ * hand: p0 - lr * (g' / (|g'| + eps) + wd * p0), g' the gradient g after
+ * clipping the global norm gn to the configuration's clip_norm. */
+static double
+adamw_first_step_error(const HwModelConfig *c, float gn, float lr, double wd,
+					   const float *p0, const float *g, const float *p1, int64_t n)
+{
+	double gscale = gn > c->clip_norm ? c->clip_norm / (gn + 1e-6) : 1.0, worst = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		double gs = g[i] * gscale;
+		double want = p0[i] - lr * (gs / (fabs(gs) + c->adam_eps) + wd * p0[i]);
+		double d = fabs(p1[i] - want);
+
+		worst = d > worst ? d : worst;
+	}
+	return worst;
+}
+
+/* The configuration m's serialized state carries. */
+static void
+state_config(HwModel *m, HwModelConfig *rc)
+{
+	HwError  err = {0};
+	uint8_t *blob;
+	size_t   len;
+
+	CHECK_EQ_INT(hw_model_state_serialize(m, &blob, &len, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_state_read_config(blob, len, rc, &err), HW_OK);
+	free(blob);
+}
+
+/* A model with the ordinal head trains tasks that do not use it exactly as
+ * a model without it: the head's parameters come last (the others keep
+ * their offsets and initial draws) and get no gradient, so every shared
+ * parameter is bit-identical after a few steps (docs/model.md, Ordinal loss). */
 UNIT_TEST(model_unused_ordinal_head_changes_nothing)
 {
 	HwError    err = {0};
@@ -482,8 +546,7 @@ UNIT_TEST(model_unused_ordinal_head_changes_nothing)
 	{
 		HwModelConfig c;
 
-		hw_model_config_preset(&c, "tiny", &err);
-		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		pair_config(&c, &err);
 		c.ordinal_head = h;
 		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK(m[h] != NULL);
@@ -519,8 +582,7 @@ UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
 	{
 		HwModelConfig c;
 
-		hw_model_config_preset(&c, "tiny", &err);
-		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		pair_config(&c, &err);
 		c.head_adamw = h;
 		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK(m[h] != NULL);
@@ -532,30 +594,17 @@ UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
 	float   *v = malloc(sizeof(float) * n);
 
 	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p0, n, &err), HW_OK);
-	for (int h = 0; h < 2; h++)
-	{
-		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
-		if (h == 1)
-			CHECK_EQ_INT(hw_model_get_tensor(m[1], 1, "head.cat.w", g, n, &err), HW_OK);
-		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
-	}
-	CHECK(loss[0] == loss[1] && gn[0] == gn[1] && lr[0] == lr[1]);
+	step_pair(m, b, "head.cat.w", g, n, loss, gn, lr);
 	/* AdamW's first step on head.cat.w, by hand */
 	{
 		const HwModelConfig *c = hw_model_config(m[1]);
-		double gscale = gn[1] > c->clip_norm ? c->clip_norm / (gn[1] + 1e-6) : 1.0, worst = 0;
+		double worst;
 		int    moved = 0;
 
 		CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p1, n, &err), HW_OK);
+		worst = adamw_first_step_error(c, gn[1], lr[1], c->head_weight_decay, p0, g, p1, n);
 		for (int64_t i = 0; i < n; i++)
-		{
-			double gs = g[i] * gscale;
-			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps) + c->head_weight_decay * p0[i]);
-			double d = fabs(p1[i] - want);
-
-			worst = d > worst ? d : worst;
 			moved += g[i] != 0;
-		}
 		CHECK_MSG(worst <= 1e-6 * lr[1] + 1e-7, "head.cat.w after AdamW's first step: worst error %g (lr %g)",
 				  worst, (double) lr[1]);
 		CHECK(moved > n / 2);
@@ -576,14 +625,10 @@ UNIT_TEST(model_head_adamw_moves_heads_by_adamw)
 	check_same_params(m[0], m[1], "head.");
 	/* the option survives the state */
 	{
-		uint8_t      *blob;
-		size_t        len;
 		HwModelConfig rc;
 
-		CHECK_EQ_INT(hw_model_state_serialize(m[1], &blob, &len, &err), HW_OK);
-		CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+		state_config(m[1], &rc);
 		CHECK_EQ_INT(rc.head_adamw, 1);
-		free(blob);
 	}
 	free(p0); free(g); free(p1); free(v);
 	hw_batch_free(b);
@@ -614,9 +659,8 @@ UNIT_TEST(model_head_weight_decay_only_on_heads)
 	{
 		HwModelConfig c;
 
-		hw_model_config_preset(&c, "tiny", &err);
+		pair_config(&c, &err);
 		CHECK(c.head_weight_decay == 0);         /* the presets leave the heads undecayed */
-		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
 		c.head_adamw = 1;                        /* head.cat.w on AdamW: a hand-checkable step */
 		/* model 0: "as weight_decay" (negative); model 1: none */
 		CHECK_EQ_INT(hw_model_config_set(&c, "head_weight_decay", h == 0 ? -1.0 : 0.0, &err), HW_OK);
@@ -632,39 +676,20 @@ UNIT_TEST(model_head_weight_decay_only_on_heads)
 	float   *p0 = malloc(sizeof(float) * n), *g = malloc(sizeof(float) * n), *p1 = malloc(sizeof(float) * n);
 
 	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p0, n, &err), HW_OK);
-	for (int h = 0; h < 2; h++)
+	step_pair(m, b, "head.cat.w", g, n, loss, gn, lr);
 	{
-		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
-		if (h == 1)
-			CHECK_EQ_INT(hw_model_get_tensor(m[1], 1, "head.cat.w", g, n, &err), HW_OK);
-		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
-	}
-	CHECK(loss[0] == loss[1] && gn[0] == gn[1] && lr[0] == lr[1]);
-	{
-		const HwModelConfig *c = hw_model_config(m[1]);
-		double gscale = gn[1] > c->clip_norm ? c->clip_norm / (gn[1] + 1e-6) : 1.0, worst = 0;
+		double worst;
 
 		CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.cat.w", p1, n, &err), HW_OK);
-		for (int64_t i = 0; i < n; i++)
-		{
-			double gs = g[i] * gscale;
-			double want = p0[i] - lr[1] * (gs / (fabs(gs) + c->adam_eps));   /* no decay term */
-			double d = fabs(p1[i] - want);
-
-			worst = d > worst ? d : worst;
-		}
+		worst = adamw_first_step_error(hw_model_config(m[1]), gn[1], lr[1], 0.0 /* no decay */, p0, g, p1, n);
 		CHECK_MSG(worst <= 1e-6 * lr[1] + 1e-7, "head.cat.w without decay: worst error %g (lr %g)", worst, (double) lr[1]);
 	}
 	check_same_params(m[0], m[1], "head.");
 	{
-		uint8_t      *blob;
-		size_t        len;
 		HwModelConfig rc;
 
-		CHECK_EQ_INT(hw_model_state_serialize(m[1], &blob, &len, &err), HW_OK);
-		CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+		state_config(m[1], &rc);
 		CHECK(rc.head_weight_decay == 0 && rc.weight_decay == hw_model_config(m[1])->weight_decay);
-		free(blob);
 	}
 	hw_model_free(m[0]);
 	hw_model_free(m[1]);
@@ -675,8 +700,7 @@ UNIT_TEST(model_head_weight_decay_only_on_heads)
 	{
 		HwModelConfig c;
 
-		hw_model_config_preset(&c, "tiny", &err);
-		c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 2; c.total_steps = 100;
+		pair_config(&c, &err);
 		c.head_weight_decay = h == 0 ? -1.0f : 0.0f;
 		m[h] = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK(m[h] != NULL);
@@ -688,11 +712,7 @@ UNIT_TEST(model_head_weight_decay_only_on_heads)
 	float *q0 = malloc(sizeof(float) * n), *q1 = malloc(sizeof(float) * n);
 
 	CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, "head.ord.w", p0, n, &err), HW_OK);
-	for (int h = 0; h < 2; h++)
-	{
-		CHECK_EQ_INT(hw_model_forward_backward(m[h], b, &loss[h], &err), HW_OK);
-		CHECK_EQ_INT(hw_model_optimizer_step(m[h], &gn[h], &lr[h], &err), HW_OK);
-	}
+	step_pair(m, b, NULL, NULL, 0, loss, gn, lr);
 	CHECK_EQ_INT(hw_model_get_tensor(m[0], 0, "head.ord.w", q0, n, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_get_tensor(m[1], 0, "head.ord.w", q1, n, &err), HW_OK);
 	{
