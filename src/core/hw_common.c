@@ -7,6 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *
+hw_enum_name(const char *const *names, int n, int v)
+{
+	return v >= 0 && v < n ? names[v] : NULL;
+}
+
+int
+hw_enum_from_name(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 static const char *const stype_names[HW_N_STYPES] = {
 	"identifier", "numerical", "timestamp", "boolean", "categorical", "text", "ignored"
 };
@@ -14,18 +29,13 @@ static const char *const stype_names[HW_N_STYPES] = {
 const char *
 hw_stype_name(int stype)
 {
-	if (stype < 0 || stype >= HW_N_STYPES)
-		return NULL;
-	return stype_names[stype];
+	return hw_enum_name(stype_names, HW_N_STYPES, stype);
 }
 
 int
 hw_stype_from_name(const char *name)
 {
-	for (int i = 0; i < HW_N_STYPES; i++)
-		if (strcmp(name, stype_names[i]) == 0)
-			return i;
-	return -1;
+	return hw_enum_from_name(stype_names, HW_N_STYPES, name);
 }
 
 static const char *const num_loss_names[HW_N_NUM_LOSSES] = { "huber", "mae", "ordinal" };
@@ -33,16 +43,13 @@ static const char *const num_loss_names[HW_N_NUM_LOSSES] = { "huber", "mae", "or
 const char *
 hw_num_loss_name(int loss)
 {
-	return loss >= 0 && loss < HW_N_NUM_LOSSES ? num_loss_names[loss] : NULL;
+	return hw_enum_name(num_loss_names, HW_N_NUM_LOSSES, loss);
 }
 
 int
 hw_num_loss_from_name(const char *s)
 {
-	for (int i = 0; i < HW_N_NUM_LOSSES; i++)
-		if (s && strcmp(s, num_loss_names[i]) == 0)
-			return i;
-	return -1;
+	return hw_enum_from_name(num_loss_names, HW_N_NUM_LOSSES, s);
 }
 
 int

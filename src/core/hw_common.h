@@ -45,6 +45,12 @@ typedef enum HwNumLoss
 #define HW_ORD_LEVELS 16
 
 #define HW_MAE_SMOOTH 0.05f
+
+/* The name tables of the enums: names[v] for 0 <= v < n, else NULL; and
+ * the index of s among names[0..n), -1 if absent or s is NULL. */
+const char *hw_enum_name(const char *const *names, int n, int v);
+int         hw_enum_from_name(const char *const *names, int n, const char *s);
+
 const char *hw_num_loss_name(int loss);           /* "huber", "mae", "ordinal"; NULL if out of range */
 int         hw_num_loss_from_name(const char *s); /* -1 if unknown */
 const char *hw_stype_name(int stype);      /* "identifier", ... ; NULL if out of range */

@@ -318,50 +318,33 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->world_size = 1;
 }
 
+/* indexed by HwChildSampling and HwFutureParents */
+static const char *const child_sampling_names[] = {"recent", "uniform"};
+static const char *const future_parents_names[] = {"hide", "follow"};
+#define N_NAMES(a) ((int) (sizeof(a) / sizeof((a)[0])))
+
 const char *
 hw_child_sampling_name(int policy)
 {
-	switch (policy)
-	{
-		case HW_CHILD_RECENT: return "recent";
-		case HW_CHILD_UNIFORM: return "uniform";
-		default: return NULL;
-	}
+	return hw_enum_name(child_sampling_names, N_NAMES(child_sampling_names), policy);
 }
 
 int
 hw_child_sampling_from_name(const char *name)
 {
-	if (name == NULL)
-		return -1;
-	if (strcmp(name, "recent") == 0)
-		return HW_CHILD_RECENT;
-	if (strcmp(name, "uniform") == 0)
-		return HW_CHILD_UNIFORM;
-	return -1;
+	return hw_enum_from_name(child_sampling_names, N_NAMES(child_sampling_names), name);
 }
 
 const char *
 hw_future_parents_name(int policy)
 {
-	switch (policy)
-	{
-		case HW_FUTURE_PARENTS_HIDE: return "hide";
-		case HW_FUTURE_PARENTS_FOLLOW: return "follow";
-		default: return NULL;
-	}
+	return hw_enum_name(future_parents_names, N_NAMES(future_parents_names), policy);
 }
 
 int
 hw_future_parents_from_name(const char *name)
 {
-	if (name == NULL)
-		return -1;
-	if (strcmp(name, "hide") == 0)
-		return HW_FUTURE_PARENTS_HIDE;
-	if (strcmp(name, "follow") == 0)
-		return HW_FUTURE_PARENTS_FOLLOW;
-	return -1;
+	return hw_enum_from_name(future_parents_names, N_NAMES(future_parents_names), name);
 }
 
 static int

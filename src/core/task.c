@@ -16,18 +16,17 @@ static const char *const split_names[HW_N_SPLITS] = {"train", "val", "test"};
 const char *
 hw_split_name(int split)
 {
-	return (split >= 0 && split < HW_N_SPLITS) ? split_names[split] : NULL;
+	return hw_enum_name(split_names, HW_N_SPLITS, split);
 }
 
 int
 hw_split_from_name(const char *s)
 {
-	for (int i = 0; i < HW_N_SPLITS; i++)
-		if (strcmp(s, split_names[i]) == 0)
-			return i;
-	if (strcmp(s, "validation") == 0)
+	int split = hw_enum_from_name(split_names, HW_N_SPLITS, s);
+
+	if (split < 0 && s && strcmp(s, "validation") == 0)
 		return HW_SPLIT_VAL;
-	return -1;
+	return split;
 }
 
 const char *

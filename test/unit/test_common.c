@@ -1,7 +1,9 @@
-/* test_common.c: f16 conversion and semantic type names. */
+/* test_common.c: f16 conversion, semantic type and other enum names. */
 #include "unit.h"
 #include "hw_common.h"
 #include "batch.h"
+#include "sampler.h"
+#include "task.h"
 
 #include <string.h>
 
@@ -33,6 +35,28 @@ UNIT_TEST(stype_names_roundtrip)
 		CHECK_EQ_INT(hw_stype_from_name(hw_stype_name(s)), s);
 	CHECK(hw_stype_from_name("nonsense") == -1);
 	CHECK(hw_stype_name(7) == NULL);
+}
+
+/* Every enum's name table through the shared lookups: names round-trip,
+ * out-of-range values and unknown or NULL names are refused, and the one
+ * alias ("validation") still maps to its split. */
+UNIT_TEST(enum_names_roundtrip_and_refuse)
+{
+	for (int v = 0; v < HW_N_NUM_LOSSES; v++)
+		CHECK_EQ_INT(hw_num_loss_from_name(hw_num_loss_name(v)), v);
+	for (int v = 0; v < HW_N_SPLITS; v++)
+		CHECK_EQ_INT(hw_split_from_name(hw_split_name(v)), v);
+	CHECK_EQ_INT(hw_child_sampling_from_name(hw_child_sampling_name(HW_CHILD_UNIFORM)), HW_CHILD_UNIFORM);
+	CHECK_EQ_INT(hw_future_parents_from_name(hw_future_parents_name(HW_FUTURE_PARENTS_FOLLOW)), HW_FUTURE_PARENTS_FOLLOW);
+	CHECK(strcmp(hw_child_sampling_name(HW_CHILD_RECENT), "recent") == 0);
+	CHECK(strcmp(hw_num_loss_name(HW_NUM_LOSS_ORDINAL), "ordinal") == 0);
+	CHECK_EQ_INT(hw_split_from_name("validation"), HW_SPLIT_VAL);
+	CHECK(hw_num_loss_name(-1) == NULL && hw_num_loss_name(HW_N_NUM_LOSSES) == NULL);
+	CHECK(hw_split_name(HW_N_SPLITS) == NULL && hw_future_parents_name(2) == NULL);
+	CHECK_EQ_INT(hw_num_loss_from_name(NULL), -1);
+	CHECK_EQ_INT(hw_split_from_name(NULL), -1);
+	CHECK_EQ_INT(hw_child_sampling_from_name("Recent"), -1);
+	CHECK_EQ_INT(hw_stype_from_name(NULL), -1);
 }
 
 UNIT_TEST(batch_views_match_seed000_shapes)
