@@ -8,6 +8,7 @@
 #define HW_PG_H
 
 #include "postgres.h"
+#include "fmgr.h"
 #include "snapshot.h"
 
 /* Model id of `model_name` (headwater.model.model_id); ERROR with SQLSTATE
@@ -22,6 +23,12 @@ HwSnapshot *hw_pg_snapshot_load(int32 model_id);
 
 /* Same, but registers a reset callback on `cxt` that frees it. */
 HwSnapshot *hw_pg_snapshot_load_in_context(int32 model_id, MemoryContext cxt);
+
+/* Calls a type's input function (timestamp_in, interval_in, ...) on s.
+ * False when the type rejects the text (an error of class 22, data
+ * exception, which is flushed); any other error (a cancel, out of memory)
+ * propagates.  type_input.c. */
+bool hw_pg_try_type_input(PGFunction input_fn, const char *s, Datum *result);
 
 /* Maps a core HwError to ereport(ERROR) with a fitting SQLSTATE. */
 void hw_pg_raise_core_error(const HwError *err, const char *context_msg) pg_attribute_noreturn();

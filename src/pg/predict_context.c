@@ -63,29 +63,13 @@ jb_string(const JsonbValue *v)
 static bool
 parse_time(const char *s, int64_t *us)
 {
-	MemoryContext mcx = CurrentMemoryContext;
-	volatile bool ok = true;
-	volatile TimestampTz ts = 0;
+	Datum       d;
+	TimestampTz ts;
 
-	PG_TRY();
-	{
-		ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(s),
-													 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	}
-	PG_CATCH();
-	{
-		ErrorData *ed;
-
-		MemoryContextSwitchTo(mcx);
-		ed = CopyErrorData();
-		/* only a value the type rejects is ours to word; a cancel goes on */
-		if (ERRCODE_TO_CATEGORY(ed->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
-			PG_RE_THROW();
-		FlushErrorState();
-		ok = false;
-	}
-	PG_END_TRY();
-	if (!ok || TIMESTAMP_NOT_FINITE(ts))
+	if (!hw_pg_try_type_input(timestamptz_in, s, &d))
+		return false;
+	ts = DatumGetTimestampTz(d);
+	if (TIMESTAMP_NOT_FINITE(ts))
 		return false;
 	*us = (int64_t) ts + EPOCH_2000_US;
 	return true;

@@ -209,23 +209,13 @@ typedef struct TaskOpts
 static bool
 parse_cutoff(const char *s, int64 *us)
 {
-	MemoryContext mcx = CurrentMemoryContext;
-	volatile bool ok = true;
-	volatile Timestamp ts = 0;
+	Datum     d;
+	Timestamp ts;
 
-	PG_TRY();
-	{
-		ts = DatumGetTimestamp(DirectFunctionCall3(timestamp_in, CStringGetDatum(s),
-												   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(mcx);
-		FlushErrorState();
-		ok = false;
-	}
-	PG_END_TRY();
-	if (!ok || TIMESTAMP_NOT_FINITE(ts))
+	if (!hw_pg_try_type_input(timestamp_in, s, &d))
+		return false;
+	ts = DatumGetTimestamp(d);
+	if (TIMESTAMP_NOT_FINITE(ts))
 		return false;
 	*us = ts + EPOCH_2000_US;
 	return true;
@@ -235,22 +225,13 @@ parse_cutoff(const char *s, int64 *us)
 static Interval *
 parse_horizon(const char *s)
 {
-	MemoryContext mcx = CurrentMemoryContext;
-	Interval *volatile iv = NULL;
+	Datum     d;
+	Interval *iv;
 
-	PG_TRY();
-	{
-		iv = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(s),
-												   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(mcx);
-		FlushErrorState();
-		iv = NULL;
-	}
-	PG_END_TRY();
-	if (iv == NULL || iv->month < 0 || iv->day < 0 || iv->time < 0)
+	if (!hw_pg_try_type_input(interval_in, s, &d))
+		return NULL;
+	iv = DatumGetIntervalP(d);
+	if (iv->month < 0 || iv->day < 0 || iv->time < 0)
 		return NULL;
 	return iv;
 }
