@@ -6,7 +6,8 @@
 -- place in the checkpoint config, that predictions read it from there (a
 -- model served with the option flipped predicts differently, so the counts
 -- reach the model), that a checkpoint from before the option (no key)
--- predicts as one trained without it, and the default.
+-- predicts as one trained without it, the default, and that a resumed
+-- run keeps its checkpoint's sampler options.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -82,6 +83,32 @@ FROM rt_train('m48', steps => 2, preset => 'tiny',
 RESET client_min_messages;
 SELECT config ->> 'descendant_counts' AS descendant_counts FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
+
+-- 6. a resumed run keeps its checkpoint's sampler options (not today's
+-- defaults) unless the call names them
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m48', steps => 2, preset => 'tiny',
+              options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 48,
+                           "descendant_counts": true, "key_cells": true, "recent_children": 8}') r;
+SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 4, preset => 'tiny') r;
+RESET client_min_messages;
+SELECT step, config ->> 'descendant_counts' AS descendant_counts, config ->> 'key_cells' AS key_cells,
+       config ->> 'recent_children' AS recent_children
+FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m48', steps => 6, preset => 'tiny', options => '{"descendant_counts": false}') r;
+RESET client_min_messages;
+SELECT step, config ->> 'descendant_counts' AS descendant_counts, config ->> 'key_cells' AS key_cells
+FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
+-- a mix of the checkpoint's recent_children (8) and a narrower child_width is refused
+\i sql/include/err.sql
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m48', steps => 8, preset => 'tiny', options => '{"child_width": 4}') $$);
+SELECT max(step) AS last_step FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm48';
 
 SET client_min_messages = warning;
 DROP SCHEMA t48 CASCADE;

@@ -118,6 +118,13 @@ double hw_train_task_weight(JsonbContainer *options, const char *task, double df
 /* The options object of a parsed request ({model, tasks, preset, device,
  * options}), or NULL. */
 JsonbContainer *hw_train_request_options(Jsonb *request);
+/* A run that resumes from checkpoint ck keeps the sampler ck was trained
+ * with: each sampler option that options (may be NULL) does not name is
+ * taken from ck, not from today's default.  ERROR 22023 when the mix is
+ * invalid (recent_children above child_width). */
+struct HwCheckpointInfo;
+void   hw_train_settings_resume_sampler(HwTrainSettings *st, const struct HwCheckpointInfo *ck,
+										JsonbContainer *options);
 
 /* train_worker.c */
 PGDLLEXPORT void hw_train_worker_main(Datum main_arg);

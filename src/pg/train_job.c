@@ -498,7 +498,12 @@ rt_train(PG_FUNCTION_ARGS)
 	/* steps is a total: nothing to do at the resume point, an error below it */
 	HwCheckpointInfo at = {0};
 
-	if (!settings.restart && hw_checkpoint_find(model_id, -2, &at) && steps <= at.step)
+	bool resuming = !settings.restart && hw_checkpoint_find(model_id, -2, &at);
+
+	/* a resumed run keeps its checkpoint's sampler: check the mix now */
+	if (resuming)
+		hw_train_settings_resume_sampler(&settings, &at, options ? &options->root : NULL);
+	if (resuming && steps <= at.step)
 	{
 		if (steps < at.step)
 			ereport(ERROR,

@@ -708,8 +708,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		/* the transaction's memory goes at commit; keep the blob */
 		if (b != NULL)
 		{
+			Jsonb *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
+
 			state_blob = MemoryContextAlloc(TopMemoryContext, Max(state_len, 1));
 			memcpy(state_blob, b, state_len);
+			/* the sampler it was trained with, unless this call says otherwise */
+			hw_train_settings_resume_sampler(&st.s, &resume, hw_train_request_options(req));
 		}
 	}
 	hw_restore_user(&as_owner);

@@ -22,6 +22,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
+#include "hw_checkpoint.h"
 #include "hw_pg.h"
 #include "hw_train.h"
 
@@ -632,4 +633,46 @@ hw_train_request_options(Jsonb *request)
 	if (v == NULL || v->type != jbvBinary)
 		return NULL;
 	return v->val.binary.data;
+}
+
+static bool
+option_given(JsonbContainer *options, const char *key)
+{
+	return options != NULL && getKeyJsonValueFromContainer(options, key, strlen(key), NULL) != NULL;
+}
+
+/*
+ * Why: the sampler decides what a model reads (which children, which cells,
+ * which counts), and its defaults change between releases as the
+ * benchmarks move them (docs/BENCHMARKS.md).  A run that resumes a checkpoint
+ * trained under other defaults must not see other inputs than it learnt
+ * from unless the caller says so; an option given in this call still wins.
+ */
+void
+hw_train_settings_resume_sampler(HwTrainSettings *st, const HwCheckpointInfo *ck, JsonbContainer *options)
+{
+	HwSamplerConfig *c = &st->scfg;
+
+	if (!option_given(options, "max_rows"))
+		c->max_rows = ck->max_rows;
+	if (!option_given(options, "child_width"))
+		c->bfs_child_width = ck->child_width;
+	if (!option_given(options, "child_sampling"))
+		c->child_sampling = ck->child_sampling;
+	if (!option_given(options, "recent_children"))
+		c->recent_children = ck->recent_children;
+	if (!option_given(options, "key_cells"))
+		c->key_cells = ck->key_cells;
+	if (!option_given(options, "descendant_counts"))
+		c->descendant_counts = ck->descendant_counts;
+	if (!option_given(options, "future_parents"))
+		c->future_parents = ck->future_parents;
+	if (c->recent_children > c->bfs_child_width)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
+						c->recent_children, c->bfs_child_width),
+				 errhint("A resumed run keeps its checkpoint's sampler options unless given (recent_children %d, "
+						 "child_width %d there); recent_children must be at most child_width.",
+						 ck->recent_children, ck->child_width)));
 }
