@@ -1,5 +1,5 @@
--- t_48_descendant_counts: the sampler option descendant_counts (off by
--- default; on, a row's free child-count slots count rows two or three FKs
+-- t_48_descendant_counts: the sampler option descendant_counts (on by
+-- default since session 24; on, a row's free child-count slots count rows two or three FKs
 -- down, here a customer's order lines and their returns; docs/sampler.md).  The
 -- counts themselves are checked by hand in the unit test
 -- sampler_descendant_counts_hand_case; here: the option's errors, its
@@ -74,7 +74,7 @@ SELECT count(*) FILTER (WHERE rt_predict('t48_returner', customer_id, '2024-03-0
        count(*) AS customers
 FROM t48.p_off b;
 
--- 5. trained from scratch with the default: the checkpoint says false
+-- 5. trained from scratch with the default: the checkpoint says true
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m48', steps => 2, preset => 'tiny',
@@ -91,7 +91,7 @@ SELECT r ->> 'state' AS state
 FROM rt_train('m48', steps => 2, preset => 'tiny',
               options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
                            "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 48,
-                           "descendant_counts": true, "key_cells": true, "recent_children": 8}') r;
+                           "descendant_counts": false, "key_cells": true, "recent_children": 8}') r;
 SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 4, preset => 'tiny') r;
 RESET client_min_messages;
 SELECT step, config ->> 'descendant_counts' AS descendant_counts, config ->> 'key_cells' AS key_cells,
@@ -100,7 +100,7 @@ FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
 WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
-FROM rt_train('m48', steps => 6, preset => 'tiny', options => '{"descendant_counts": false}') r;
+FROM rt_train('m48', steps => 6, preset => 'tiny', options => '{"descendant_counts": true}') r;
 RESET client_min_messages;
 SELECT step, config ->> 'descendant_counts' AS descendant_counts, config ->> 'key_cells' AS key_cells
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)

@@ -114,7 +114,7 @@ UNIT_TEST(sampler_descendant_counts_hand_case)
 			HwSamplerConfig cfg;
 
 			hw_sampler_config_default(&cfg);
-			CHECK(!cfg.descendant_counts);                /* off by default */
+			CHECK(cfg.descendant_counts);                 /* on by default */
 			cfg.batch_size = 3;
 			cfg.seq_len = 64;
 			cfg.n_threads = 1;
