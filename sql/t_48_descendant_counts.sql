@@ -7,7 +7,7 @@
 -- model served with the option flipped predicts differently, so the counts
 -- reach the model), that a checkpoint from before the option (no key)
 -- predicts as one trained without it, the default, and that a resumed
--- run keeps its checkpoint's sampler options.
+-- run keeps its checkpoint's sampler options and seed.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -95,7 +95,7 @@ FROM rt_train('m48', steps => 2, preset => 'tiny',
 SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 4, preset => 'tiny') r;
 RESET client_min_messages;
 SELECT step, config ->> 'descendant_counts' AS descendant_counts, config ->> 'key_cells' AS key_cells,
-       config ->> 'recent_children' AS recent_children
+       config ->> 'recent_children' AS recent_children, config ->> 'seed' AS seed
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
 WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
 SET client_min_messages = warning;
@@ -109,6 +109,25 @@ WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
 \i sql/include/err.sql
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m48', steps => 8, preset => 'tiny', options => '{"child_width": 4}') $$);
 SELECT max(step) AS last_step FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm48';
+-- recent_children alone is checked against the child_width the run keeps (32), not the default (16)
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 8, preset => 'tiny', options => '{"child_width": 32}') r;
+SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 10, preset => 'tiny', options => '{"recent_children": 20}') r;
+RESET client_min_messages;
+SELECT step, config ->> 'child_width' AS child_width, config ->> 'recent_children' AS recent_children
+FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
+-- a damaged config (child_width 0) is refused, naming the checkpoint, until the call names the option
+UPDATE headwater.checkpoint c SET config = jsonb_set(config, '{child_width}', '0')
+FROM headwater.model m WHERE m.model_id = c.model_id AND m.name = 'm48' AND c.step = 10;
+SELECT code, regexp_replace(message, 'checkpoint [0-9]+', 'checkpoint N') AS message, hint
+FROM pg_temp.err($$ SELECT rt_train('m48', steps => 12, preset => 'tiny') $$);
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state FROM rt_train('m48', steps => 12, preset => 'tiny', options => '{"child_width": 24}') r;
+RESET client_min_messages;
+SELECT step, config ->> 'child_width' AS child_width, config ->> 'recent_children' AS recent_children
+FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
+WHERE m.name = 'm48' ORDER BY checkpoint_id DESC LIMIT 1;
 
 SET client_min_messages = warning;
 DROP SCHEMA t48 CASCADE;

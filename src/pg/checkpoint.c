@@ -263,6 +263,7 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 	info->future_parents = fp && hw_future_parents_from_name(fp) >= 0
 		? hw_future_parents_from_name(fp) : HW_FUTURE_PARENTS_HIDE;
 	info->seed = (uint64) json_int(config, "seed", 0);
+	info->has_seed = json_text(config, "seed") != NULL;
 	/* a run without a parameter average serves its parameters: one cache
 	 * entry and file, whichever weights a row names */
 	{

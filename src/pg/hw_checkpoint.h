@@ -40,6 +40,7 @@ typedef struct HwCheckpointInfo
 	bool    descendant_counts;  /* absent from old checkpoints: false (trained without) */
 	int32   future_parents;     /* HwFutureParents; absent from old checkpoints: hide */
 	uint64  seed;
+	bool    has_seed;           /* the config names its seed (a resumed run keeps it) */
 	/* which weights predictions read (serving): the parameter average when
 	 * the task's best validation there was the average's, or when the task
 	 * has no validation row (a state without an average serves its

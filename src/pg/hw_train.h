@@ -119,10 +119,13 @@ double hw_train_task_weight(JsonbContainer *options, const char *task, double df
  * options}), or NULL. */
 JsonbContainer *hw_train_request_options(Jsonb *request);
 /* A run that resumes from checkpoint ck keeps the sampler ck was trained
- * with: each sampler option that options (may be NULL) does not name is
- * taken from ck, not from today's default.  ERROR 22023 when the mix is
- * invalid (recent_children above child_width). */
+ * with: each sampler option (and the seed) that options (may be NULL) does
+ * not name is taken from ck, not from today's default.  ERROR 22023 when
+ * the mix is invalid (recent_children above child_width), XX001 when ck's
+ * value is out of the option's range.  A run that does not resume calls
+ * hw_train_settings_check_sampler instead (the same mix check). */
 struct HwCheckpointInfo;
+void   hw_train_settings_check_sampler(const HwTrainSettings *st);
 void   hw_train_settings_resume_sampler(HwTrainSettings *st, const struct HwCheckpointInfo *ck,
 										JsonbContainer *options);
 

@@ -503,6 +503,8 @@ rt_train(PG_FUNCTION_ARGS)
 	/* a resumed run keeps its checkpoint's sampler: check the mix now */
 	if (resuming)
 		hw_train_settings_resume_sampler(&settings, &at, options ? &options->root : NULL);
+	else
+		hw_train_settings_check_sampler(&settings);
 	if (resuming && steps <= at.step)
 	{
 		if (steps < at.step)

@@ -716,6 +716,8 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			hw_train_settings_resume_sampler(&st.s, &resume, hw_train_request_options(req));
 		}
 	}
+	if (state_blob == NULL)
+		hw_train_settings_check_sampler(&st.s);
 	hw_restore_user(&as_owner);
 	SPI_finish();
 	PopActiveSnapshot();

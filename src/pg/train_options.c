@@ -524,12 +524,6 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 						st->mcfg.batch_size, st->mcfg.seq_len),
 				 errhint("batch_size * seq_len (cells per batch) must be at most %d "
 						 "(a value not given is the preset's).", HW_TRAIN_MAX_TOKENS)));
-	if (st->scfg.recent_children > st->scfg.bfs_child_width)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
-						st->scfg.recent_children, st->scfg.bfs_child_width),
-				 errhint("recent_children must be at most child_width (default 16).")));
 	if (hw_model_config_finish(&st->mcfg, &err) != HW_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -641,12 +635,47 @@ option_given(JsonbContainer *options, const char *key)
 	return options != NULL && getKeyJsonValueFromContainer(options, key, strlen(key), NULL) != NULL;
 }
 
+void
+hw_train_settings_check_sampler(const HwTrainSettings *st)
+{
+	if (st->scfg.recent_children > st->scfg.bfs_child_width)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
+						st->scfg.recent_children, st->scfg.bfs_child_width),
+				 errhint("recent_children must be at most child_width (default 16).")));
+}
+
+/* A value the checkpoint's config gives for an option the call does not
+ * name: in the option's range, or an error that names the checkpoint (a
+ * config is only ever written by the trainer, so this is a damaged one). */
+static void
+check_kept(const char *key, double v, bool ok, const HwCheckpointInfo *ck)
+{
+	const OptSpec *o = NULL;
+
+	for (int i = 0; opt_specs[i].key; i++)
+		if (strcmp(key, opt_specs[i].key) == 0)
+			o = &opt_specs[i];
+	if (ok && o != NULL && o->kind == OPT_INT && (v < o->min || v > o->max))
+		ok = false;
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("checkpoint %lld has an invalid sampler option \"%s\" (%g) to resume with",
+						(long long) ck->checkpoint_id, key, v),
+				 errhint("%s Name it in this call to replace the checkpoint's value, or start over with "
+						 "options => '{\"restart\": true}'.", o ? opt_hint(o) : "")));
+}
+
 /*
  * Why: the sampler decides what a model reads (which children, which cells,
  * which counts), and its defaults change between releases as the
- * benchmarks move them (docs/BENCHMARKS.md).  A run that resumes a checkpoint
- * trained under other defaults must not see other inputs than it learnt
- * from unless the caller says so; an option given in this call still wins.
+ * benchmarks move them (docs/BENCHMARKS.md).  A run that resumes a
+ * checkpoint trained under other defaults must not see other inputs than
+ * it learnt from unless the caller says so; an option given in this call
+ * still wins.  The seed goes with them: it orders the training batches
+ * and draws the sequences predictions read.
  */
 void
 hw_train_settings_resume_sampler(HwTrainSettings *st, const HwCheckpointInfo *ck, JsonbContainer *options)
@@ -654,19 +683,34 @@ hw_train_settings_resume_sampler(HwTrainSettings *st, const HwCheckpointInfo *ck
 	HwSamplerConfig *c = &st->scfg;
 
 	if (!option_given(options, "max_rows"))
+	{
 		c->max_rows = ck->max_rows;
+		check_kept("max_rows", c->max_rows, true, ck);
+	}
 	if (!option_given(options, "child_width"))
+	{
 		c->bfs_child_width = ck->child_width;
+		check_kept("child_width", c->bfs_child_width, true, ck);
+	}
 	if (!option_given(options, "child_sampling"))
+	{
 		c->child_sampling = ck->child_sampling;
+		check_kept("child_sampling", c->child_sampling, hw_child_sampling_name(c->child_sampling) != NULL, ck);
+	}
 	if (!option_given(options, "recent_children"))
+	{
 		c->recent_children = ck->recent_children;
+		/* -1: half of child_width, the default */
+		check_kept("recent_children", c->recent_children == -1 ? 0 : c->recent_children, true, ck);
+	}
 	if (!option_given(options, "key_cells"))
 		c->key_cells = ck->key_cells;
 	if (!option_given(options, "descendant_counts"))
 		c->descendant_counts = ck->descendant_counts;
 	if (!option_given(options, "future_parents"))
 		c->future_parents = ck->future_parents;
+	if (!option_given(options, "seed") && ck->has_seed)
+		st->mcfg.seed = c->seed = ck->seed;
 	if (c->recent_children > c->bfs_child_width)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
