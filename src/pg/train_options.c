@@ -635,15 +635,22 @@ option_given(JsonbContainer *options, const char *key)
 	return options != NULL && getKeyJsonValueFromContainer(options, key, strlen(key), NULL) != NULL;
 }
 
-void
-hw_train_settings_check_sampler(const HwTrainSettings *st)
+/* recent_children (of child_width) above child_width: ERROR 22023 with hint */
+static void
+check_recent_within_width(const HwSamplerConfig *c, const char *hint)
 {
-	if (st->scfg.recent_children > st->scfg.bfs_child_width)
+	if (c->recent_children > c->bfs_child_width)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
-						st->scfg.recent_children, st->scfg.bfs_child_width),
-				 errhint("recent_children must be at most child_width (default 16).")));
+						c->recent_children, c->bfs_child_width),
+				 errhint("%s", hint)));
+}
+
+void
+hw_train_settings_check_sampler(const HwTrainSettings *st)
+{
+	check_recent_within_width(&st->scfg, "recent_children must be at most child_width (default 16).");
 }
 
 /* A value the checkpoint's config gives for an option the call does not
@@ -712,11 +719,7 @@ hw_train_settings_resume_sampler(HwTrainSettings *st, const HwCheckpointInfo *ck
 	if (!option_given(options, "seed") && ck->has_seed)
 		st->mcfg.seed = c->seed = ck->seed;
 	if (c->recent_children > c->bfs_child_width)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid values for rt_train options \"recent_children\" and \"child_width\": %d and %d",
-						c->recent_children, c->bfs_child_width),
-				 errhint("A resumed run keeps its checkpoint's sampler options unless given (recent_children %d, "
-						 "child_width %d there); recent_children must be at most child_width.",
-						 ck->recent_children, ck->child_width)));
+		check_recent_within_width(c, psprintf("A resumed run keeps its checkpoint's sampler options unless given "
+											  "(recent_children %d, child_width %d there); recent_children must "
+											  "be at most child_width.", ck->recent_children, ck->child_width));
 }
