@@ -29,6 +29,10 @@
 #   again with the vip and consumer segments exchanged, in
 #   segment_swap_shop_<seed>.csv, shop_segment_swap.sql; read it with
 #   segment_swap_study.py).
+# The shop also writes shop_customers.csv (shop_customers.sql), and its
+#   report adds shop_oracle.py (the Bayes floor of orders_30d) and
+#   shop_drift.py (the same rows month by month: the test month is not
+#   like the training months).
 # Always: every run's served test predictions (test_preds.sql) and the
 #   GBDT's (gbdt.py) in preds_*.csv; report.md ends with paired.py's
 #   comparison (the difference and its 95% paired-bootstrap interval over
@@ -106,6 +110,7 @@ done
 t0=$(date +%s)
 for f in $dbs; do
 	q "acc_$f" -f "$here/${f}_features.sql" > "$out/${f}_features.csv"
+	if [ "$f" = shop ]; then q acc_shop -f "$here/shop_customers.sql" > "$out/shop_customers.csv"; fi
 	$py "$here/gbdt.py" "$out/${f}_features.csv" "$seeds" "$res" "$out/preds_gbdt_$f.csv"
 done
 echo "features + GBDT: $(( $(date +%s) - t0 )) s, load $(load)"
@@ -149,4 +154,10 @@ done
 echo "end $(date -u +%FT%TZ), load $(load)"
 { $py "$here/report.py" "$res"
   for db in $dbs; do echo; echo "== $db: headwater vs the GBDT, paired on the test rows"; $py "$here/paired.py" "$out"/preds_*_"$db"*.csv; done
+  if [[ " $dbs " == *" shop "* ]]; then
+	echo; echo "== shop orders_30d: the Bayes floor and where each method loses to it (shop_oracle.py)"
+	$py "$here/shop_oracle.py" "$out/shop_customers.csv" "$out"/preds_hw_shop_*.csv "$out/preds_gbdt_shop.csv"
+	echo; echo "== shop orders_30d: the rows the methods differ on, month by month (shop_drift.py)"
+	(cd "$here" && $py shop_drift.py "$out/shop_customers.csv" "$out"/preds_hw_shop_*.csv "$out/preds_gbdt_shop.csv")
+  fi
 } | tee "$out/report.md"

@@ -1,11 +1,7 @@
 #!/usr/bin/python3
 """bench/accuracy/shop_oracle.py: the Bayes floor of the shop's orders_30d.
 
-    psql ... -d acc_shop -Atc "\\copy (SELECT c.customer_id, c.segment,
-        extract(epoch FROM c.signup_at), coalesce(string_agg(extract(epoch FROM
-        o.ordered_at)::text, ' ' ORDER BY o.ordered_at) FILTER (WHERE
-        o.ordered_at < '2024-10-01+00'), '') FROM shop.customers c LEFT JOIN
-        shop.orders o USING (customer_id) GROUP BY 1, 2, 3 ORDER BY 1) TO 'cust.csv' CSV"
+    psql ... -d acc_shop -f shop_customers.sql > cust.csv   (run.sh: shop_customers.csv)
     shop_oracle.py cust.csv [PREDS.csv ...]
 
 The MAE of the best possible prediction of orders_30d (shop_rows.sql) for a
