@@ -76,7 +76,7 @@ def main():
     for g in sorted(share):
         cells = []
         for c in cuts:
-            a = np.array(share[g][c]) if share[g][c] else np.zeros((0, 2))
+            a = np.array(share[g][c])                                     # [rows, 2]
             cells.append(f"{len(a):5d} {a[:, 0].mean():.2f} ({a[:, 1].mean():.2f})" if len(a) else f"{0:5d}   -        ")
         line = f"{g[0]:9s} {g[1]:5s} {g[2]:5s} " + " |".join(cells)
         ids = [cid for cid, (_, tg) in test.items() if tg == g]
