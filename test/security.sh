@@ -228,6 +228,16 @@ expect "corrupted checkpoint: clear errors (XX001) and the session survives repe
 
 
 # --------------------------------------------------------------------------
+# 7. The hostile neighbour: one file per concern (test/security/*.sh), sourced
+# so that they share the roles, the database $db, the owner's trained model
+# "shop" with its task "order_status", and the TAP counters.
+for f in "$here"/security/*.sh; do
+	[ -e "$f" ] || continue
+	echo "# $(basename "$f")"
+	source "$f"
+done
+
+# --------------------------------------------------------------------------
 wait_for "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')" 60
 pm_pid_after=$(head -n 1 "${HW_CLUSTER_DIR:-/nonexistent}/data/postmaster.pid" 2>/dev/null)
 crashes_after=$(crashes)
