@@ -4,7 +4,7 @@ bench/train_step_torch.py: the Relational Transformer of src/core/model.h in
 PyTorch (float32, dense [B,S,S] masks: PyTorch 1.13 has no block-sparse or
 fused attention), one full training step = forward, backward, global-norm
 clipping, Muon (2-D weights) + AdamW (the rest) written out by hand.  The
-reference for the C trainer's bench/train_step; same presets (MODEL.md 7).
+reference for the C trainer's bench/train_step; same presets (src/core/model.h).
 
     /usr/bin/python3 bench/train_step_torch.py [preset ...] [--B n] [--steps n] [--threads n]
 
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as Fn
 
-PRESETS = {  # D, H, L, S, B  (MODEL.md 7), d_text 256
+PRESETS = {  # D, H, L, S, B  (src/core/model.h), d_text 256
     "tiny": (64, 4, 2, 128, 16),
     "small": (128, 4, 4, 256, 32),
     "base": (256, 8, 6, 1024, 32),

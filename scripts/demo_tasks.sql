@@ -1,5 +1,5 @@
 -- scripts/demo_tasks.sql: the demo's three tasks on model "shop" (included by
--- scripts/demo.sql; test/gpu/device/pg_e2e.sh runs it too).
+-- scripts/demo.sql; bench/gpu/pg_e2e.sh runs it too).
 SELECT rt_create_task('shop', 'churn', query => $$
   SELECT c.customer_id,
          timestamptz '2024-10-01 00:00+00' AS obs_time,

@@ -1,5 +1,5 @@
--- t_44_multirank: data-parallel training on the CPU backend (issue 12,
--- docs/distributed.md).  Two ranks (threads, one model replica each, the
+-- t_44_multirank: data-parallel training on the CPU backend
+-- (docs/distributed.md).  Two ranks (threads, one model replica each, the
 -- in-process collective) and one rank accumulating two micro-batches train
 -- the tiny preset to BIT-IDENTICAL parameters (the raw float32 bytes of
 -- rt_model_params) and the same losses at every step; one rank without

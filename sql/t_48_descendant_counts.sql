@@ -1,5 +1,5 @@
 -- t_48_descendant_counts: the sampler option descendant_counts (on by
--- default since session 24; on, a row's free child-count slots count rows two or three FKs
+-- default; on, a row's free child-count slots count rows two or three FKs
 -- down, here a customer's order lines and their returns; docs/sampler.md).  The
 -- counts themselves are checked by hand in the unit test
 -- sampler_descendant_counts_hand_case; here: the option's errors, its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/accuracy/run.sh: headwater vs a GBDT on hand-written leak-free SQL
-# features vs a trivial baseline, on the same rows and the same split (issue 10).
+# features vs a trivial baseline, on the same rows and the same split.
 #
 #   bench/accuracy/run.sh [steps] [seeds] [scale]
 #       steps  headwater's budget per model and seed (default 400: about
@@ -10,7 +10,7 @@
 #       seeds  "1 2 3" (headwater's rt_train seed option, XGBoost's seed)
 #       scale  demo shop customers (default 20000: 2,000 churn test customers
 #              and 4,000 order rows, enough for the paired interval to tell
-#              ~0.01 AUROC; 5000 was the scale until session 15)
+#              ~0.01 AUROC; at 5000 the interval is about twice as wide)
 #   environment: ACC_DBS ("pagila shop": the databases to run), ACC_PRESET
 #   (small), ACC_VAL_EVERY (steps/5), ACC_MAX_MINUTES
 #   (a safety cap per run, default none; a run it stops says stopped_on

@@ -13,7 +13,7 @@
 --               customers with customer_id % 5 = 4 only (a fifth of the
 --               customers: 4,000 rows at scale 20,000, 1,000 at 5,000; the
 --               evaluation time of headwater on a shared 2-core machine).
--- Test-set size: at scale 20,000 (run.sh's default since session 16) churn
+-- Test-set size: at scale 20,000 (run.sh's default) churn
 -- has 2,000 test customers and orders_30d 4,000 test rows, so a difference
 -- with the GBDT of about 0.01 AUROC / 0.007 MAE is outside the 95% paired
 -- interval; at 5,000 (500 / 1,000 rows) only about 0.02 / 0.014 is.

@@ -5,7 +5,7 @@
 --
 -- rt_demo_shop's order counts depend on the segment (at most 13 orders for
 -- vip, 9 business, 7 consumer), and so does its churn rule (vip -1).  The
--- GBDT splits on the segment; session 18 saw headwater predict 0 for VIP
+-- GBDT splits on the segment; headwater was seen to predict 0 for VIP
 -- customers with a recent order where the GBDT predicted 1.  Here every test
 -- row of both tasks is predicted twice by the served (checkpoint, weights):
 -- as the data is, and with vip and consumer exchanged in shop.customers

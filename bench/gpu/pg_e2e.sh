@@ -1,38 +1,43 @@
 #!/usr/bin/env bash
-# test/gpu/device/pg_e2e.sh: headwater end to end on a machine WITHOUT PostgreSQL, from a
-# relocatable PostgreSQL 15 bundle (.dev/pg/pg15-bundle.tar.xz, made by
-# test/gpu/device/build_pg_bundle.sh on Debian 12; see prepare.sh).  Run from anywhere, as root or not:
+# bench/gpu/pg_e2e.sh: headwater end to end inside PostgreSQL on a GPU machine,
+# `rt_train(device => 'cuda')` and then `'cpu'` on the same model, tasks,
+# splits and seed, from a relocatable PostgreSQL 15 bundle (made by
+# bench/gpu/build_pg_bundle.sh on Debian 12; see prepare.sh), so the machine
+# needs no PostgreSQL of its own.  Run from anywhere, as root or not:
 #
-#   OUT=/some/dir bash test/gpu/device/pg_e2e.sh
+#   bash bench/gpu/pg_e2e.sh [RESULTS_DIR]
 #
-# Needs, beside this file and the bundle: headwater.so, headwater_cuda.so (may
-# be absent: the cuda run then fails clearly), headwater.control,
-# sql/headwater--0.1.0.sql, .dev/lib (OpenBLAS & co).  Does: unpack to /tmp ->
-# libraries (bundle fallbacks only for sonames the machine lacks) -> an
-# unprivileged cluster owner -> initdb -> start (unix socket only) -> CREATE
-# EXTENSION -> demo shop (rt_demo_shop) -> the demo's model and three tasks ->
-# per device ('cuda', then 'cpu'): rt_train (tiny preset, restart: the same
-# tasks, splits and seed) + rt_evaluate + rt_predict -> headwater.job /
-# checkpoint_metric / train_log -> stop.
+# Needs, in the checkout: headwater.so, headwater_cuda.so (may be absent: the
+# cuda run then fails clearly), headwater.control, sql/headwater--0.1.0.sql,
+# the bundle, and .dev/lib when the machine lacks OpenBLAS and its runtime.
+# Does: unpack -> libraries (bundle fallbacks only for sonames the machine
+# lacks) -> an unprivileged cluster owner -> initdb -> start (unix socket
+# only) -> CREATE EXTENSION -> demo shop (rt_demo_shop) -> the demo's model
+# and three tasks -> per device ('cuda', then 'cpu'): rt_train (tiny preset,
+# restart: the same tasks, splits and seed) + rt_evaluate + rt_predict ->
+# headwater.job / checkpoint_metric / train_log -> stop.
 # Every step has a timeout; the whole script ends within ~6 minutes.
-# Files in $OUT: e2e.log (everything), summary.txt, ldd.txt, server.log.
+# Files in RESULTS_DIR: e2e.log (everything), summary.txt, ldd.txt, server.log.
 #
-# Environment (all optional): OUT (default /tmp/e2e_out), HW_E2E_DIR (default
-# /tmp/hwe2e), HW_E2E_PORT (54555), HW_E2E_SCALE (demo customers, 500),
-# HW_E2E_STEPS (200), HW_E2E_USER (cluster owner to use/create), HW_E2E_SWITCH
-# (force runuser|setpriv|su), HW_E2E_DEVICES (default "cuda cpu").
+# RESULTS_DIR: argument, else $HW_GPU_RESULTS, else ./gpu-results.
+# Environment (all optional): HW_PG_BUNDLE (default .dev/pg/pg15-bundle.tar.xz
+# in the checkout), HW_E2E_DIR (where to unpack, default /tmp/hwe2e),
+# HW_E2E_PORT (54555), HW_E2E_SCALE (demo customers, 500), HW_E2E_STEPS (200),
+# HW_E2E_USER (cluster owner to use/create), HW_E2E_SWITCH (force
+# runuser|setpriv|su), HW_E2E_DEVICES (default "cuda cpu"), HW_E2E_BUDGET
+# (seconds, 305).
 set -u -o pipefail
 
 START=$(date +%s)
 DEADLINE=$((START + ${HW_E2E_BUDGET:-305}))   # no step runs past this; then tables (<=20 s) and stop (<=25 s)
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-OUT=${OUT:-/tmp/e2e_out}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${1:-${HW_GPU_RESULTS:-./gpu-results}}
 PORT=${HW_E2E_PORT:-54555}
 SCALE=${HW_E2E_SCALE:-500}
 STEPS=${HW_E2E_STEPS:-200}
 DEVICES=${HW_E2E_DEVICES:-cuda cpu}
-BUNDLE=$REPO/.dev/pg/pg15-bundle.tar.xz
-mkdir -p "$OUT"
+BUNDLE=${HW_PG_BUNDLE:-$REPO/.dev/pg/pg15-bundle.tar.xz}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 exec > >(tee -a "$OUT/e2e.log") 2>&1
 TEE_PID=$!
 : > "$OUT/summary.txt"
@@ -88,7 +93,7 @@ step "machine and inputs"
 	ls -l "$REPO/.dev/lib" 2>&1
 }
 missing=
-for f in "$BUNDLE" "$REPO/headwater.so" "$REPO/headwater.control" "$REPO/sql/headwater--0.1.0.sql" "$REPO/.dev/lib"; do
+for f in "$BUNDLE" "$REPO/headwater.so" "$REPO/headwater.control" "$REPO/sql/headwater--0.1.0.sql"; do
 	[ -e "$f" ] || missing="$missing $f"
 done
 if [ -n "$missing" ]; then result FAIL "missing:$missing"; FAILED=1; exit 1; fi
@@ -127,8 +132,10 @@ head -1 "$P/MANIFEST"
 install -m 755 "$REPO/headwater.so" "$PKGLIB/headwater.so"
 [ -e "$REPO/headwater_cuda.so" ] && install -m 755 "$REPO/headwater_cuda.so" "$PKGLIB/headwater_cuda.so"
 install -m 644 "$REPO/headwater.control" "$REPO/sql/headwater--0.1.0.sql" "$SHARE/extension/"
-# a copy of .dev/lib the cluster owner can read (the repo may sit under /root)
-mkdir -p "$W/devlib" && cp -L "$REPO"/.dev/lib/*.so* "$W/devlib/" && chmod -R a+rX "$W/devlib" "$P"
+# a copy of .dev/lib (if any) the cluster owner can read (the repo may sit under /root)
+mkdir -p "$W/devlib"
+[ -d "$REPO/.dev/lib" ] && cp -L "$REPO"/.dev/lib/*.so* "$W/devlib/"
+chmod -R a+rX "$W/devlib" "$P"
 result OK "$W, $(du -sh "$W" | cut -f1)"
 
 # ---------------------------------------------------------------- 2. libraries
@@ -368,4 +375,4 @@ SELECT l.step, string_agg(j.device || ' ' || round(l.loss::numeric, 5) || ' (gn 
 FROM headwater.train_log l JOIN headwater.job j USING (job_id)
 WHERE l.split = 'train' GROUP BY l.step ORDER BY l.step;
 SQL
-exit 0
+exit "$FAILED"

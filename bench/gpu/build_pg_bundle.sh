@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test/gpu/device/build_pg_bundle.sh: builds .dev/pg/pg15-bundle.tar.xz (git-ignored): a relocatable PostgreSQL 15 (Debian 12
-# binaries) for e2e.sh.  Layout inside the tarball (mirrors Debian, so the
+# bench/gpu/build_pg_bundle.sh: builds .dev/pg/pg15-bundle.tar.xz (git-ignored): a relocatable PostgreSQL 15 (Debian 12
+# binaries) for pg_e2e.sh, so a GPU machine without PostgreSQL can run headwater.  Layout inside the tarball (mirrors Debian, so the
 # binaries find share/ and pkglib/ relative to their own location):
 #   hwpg/lib/postgresql/15/bin/{postgres,initdb,pg_ctl,psql}
 #   hwpg/lib/postgresql/15/lib/   plpgsql, dict_snowball, encoding conversions
@@ -11,12 +11,12 @@
 #                                 (initdb opens "und"); no per-language collation tailoring,
 #                                 break-iterator, display-name, converter (.cnv), zone data:
 #                                 initdb imports ICU collations as usual, each sorts like
-#                                 "und" (headwater and e2e.sh use the libc "C" locale)
-#   hwpg/syslib/fallback/         other deps: e2e.sh links in only those the machine lacks
+#                                 "und" (headwater and pg_e2e.sh use the libc "C" locale)
+#   hwpg/syslib/fallback/         other deps: pg_e2e.sh links in only those the machine lacks
 # glibc (libc, libm, libdl, libpthread, librt, libresolv, ld-linux), libstdc++
 # and libgcc_s are never bundled.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/../../.." && pwd)/.dev/pg
+here=$(cd "$(dirname "$0")/../.." && pwd)/.dev/pg
 mkdir -p "$here"
 st=$(mktemp -d /tmp/hwpg_stage.XXXXXX)
 trap 'rm -rf "$st"' EXIT
@@ -35,7 +35,7 @@ while read -r so path; do
 	case $so in libicu*.so.72|libldap-2.5.so.0|liblber-2.5.so.0) d=$r/syslib ;; *) d=$r/syslib/fallback ;; esac
 	cp -L "$path" "$d/$so"
 done
-# lean ICU data: the 31 MB data library is 7.4 MB xz'ed, too big for the 60 MiB budget
+# lean ICU data: the 31 MB data library is 7.4 MB xz'ed, most of the bundle; initdb needs only the root collation
 icu=$st/icu; mkdir -p "$icu/lean"
 dat=/lib/x86_64-linux-gnu/libicudata.so.72
 read -r off size < <(readelf -S -W "$dat" | awk '$2 == ".rodata" {print $5, $6}')
