@@ -72,7 +72,7 @@ RESET client_min_messages;
 SELECT r->>'resumed_from' AS resumed_from, r->>'steps_done' AS steps_done FROM run WHERE run = 'restart';
 SELECT rt_debug_tape('status41') > 0 AS tape;
 SELECT DISTINCT t.checkpoint_id = (SELECT (r->>'checkpoint_id')::bigint FROM run WHERE run = 'restart') AS serves_new_run
-FROM headwater.tape t JOIN headwater.model m USING (model_id) WHERE m.name = 'm41';
+FROM rt_tape('status41') t;
 SET client_min_messages = warning;
 INSERT INTO run SELECT 'resume', rt_train('m41', steps => 3, preset => 'tiny', options => '{"val_batches": 1}');
 RESET client_min_messages;

@@ -24,14 +24,22 @@ CREATE TABLE headwater.tape (
     recorded_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (model_id, seq)
 );
+-- The tape is the owner's (ops, shapes, timings), like the weights: PUBLIC
+-- cannot read the table; rt_tape(task) returns a model's rows to its owner.
 REVOKE ALL ON headwater.tape FROM PUBLIC;
-GRANT SELECT ON headwater.tape TO PUBLIC;
 
 CREATE FUNCTION rt_debug_tape(task text, checkpoint bigint DEFAULT NULL)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'rt_debug_tape' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_debug_tape(text, bigint) IS
-'runs one forward/backward (no update) of the model serving task on its first training batch and writes the op-by-op tape to headwater.tape; returns the number of ops';
+'runs one forward/backward (no update) of the model serving task on its first training batch and writes the op-by-op tape (read it with rt_tape); returns the number of ops';
+
+CREATE FUNCTION rt_tape(task text)
+RETURNS TABLE (checkpoint_id bigint, seq int, op text, label text, inputs text, shape bigint[],
+               fwd_ms float8, bwd_ms float8, recorded_at timestamptz)
+AS 'MODULE_PATHNAME', 'rt_tape' LANGUAGE C STABLE;
+COMMENT ON FUNCTION rt_tape(text) IS
+'the op-by-op tape rt_debug_tape last wrote for the model serving task, in forward order; model owner only';
 
 CREATE FUNCTION rt_model_params(task text, checkpoint bigint DEFAULT NULL)
 RETURNS TABLE (name text, shape int[], numel bigint, optimizer text, weight_decay bool,

@@ -9,6 +9,14 @@
  * 0xffffffff).  Tensors are stored little-endian, row-major, in the dtypes
  * of seed 001 section 3b.
  *
+ * Bounds: the batches are for looking at, and live in the extension's own
+ * tables, so one call may write at most HW_SAMPLE_MAX_N batches and
+ * HW_SAMPLE_MAX_CELLS cells (n x batch_size x seq_len), the batches of one
+ * owner role's models at most headwater.max_batch_storage bytes, and a new
+ * call prunes the model's batches older than its last HW_BATCH_KEEP_CALLS
+ * calls of the same function (batches made in the current transaction are
+ * kept).
+ *
  * The sampler runs single-threaded here (a backend is no place for thread
  * teams); batches are the same with any thread count.  All tasks of the
  * model are loaded so the virtual column ids match training (task.h layout).
@@ -28,6 +36,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -44,6 +53,29 @@
 #define NO_ROW 0xffffffffu
 /* _row_vseed of context label k (prediction): CTX_ROW_BASE - k */
 #define CTX_ROW_BASE 0xfffffffeu
+
+/* one call of rt_sample_batches: at most this many batches ... */
+#define HW_SAMPLE_MAX_N 1000
+/* ... and n x batch_size x seq_len cells (about 16 bytes stored per cell) */
+#define HW_SAMPLE_MAX_CELLS (INT64CONST(4) * 1024 * 1024)
+/* a new call (rt_sample_batches, rt_debug_predict_batch) keeps the batches
+ * of the model's last calls before it, up to this many calls with itself */
+#define HW_BATCH_KEEP_CALLS 16
+
+/* headwater.max_batch_storage, kB: stored batches per owner role */
+static int hw_max_batch_storage_kb = 256 * 1024;
+
+void
+hw_batch_guc_init(void)
+{
+	DefineCustomIntVariable("headwater.max_batch_storage",
+							"Most bytes of sampled batches (rt_sample_batches, rt_debug_predict_batch) stored "
+							"for the models of one owner role.",
+							"A call that would store more is refused and writes nothing; "
+							"each model keeps the batches of its last calls only.",
+							&hw_max_batch_storage_kb, 256 * 1024, 0, INT_MAX, PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
 
 /* ERROR unless the caller may use the model (owner, member, superuser);
  * caller connected to SPI.  Returns the model's source schema. */
@@ -100,6 +132,73 @@ int_array(const int64 *v, int n)
 	return construct_array(d, n, INT4OID, 4, true, TYPALIGN_INT);
 }
 
+static size_t
+view_bytes(const HwTensorView *v)
+{
+	size_t bytes = hw_dtype_size(v->dtype);
+
+	for (int d = 0; d < v->ndim; d++)
+		bytes *= (size_t) v->shape[d];
+	return bytes;
+}
+
+/* Bytes the current call may still store (set by start_batch_call). */
+static int64 call_bytes_left;
+
+/*
+ * The first batch of a call (rt_sample_batches, rt_debug_predict_batch):
+ * prunes the model's batches older than its last HW_BATCH_KEEP_CALLS - 1
+ * calls of the same function (a call's batches are numbered from 0; the
+ * prediction batches, split 'predict', are counted apart from the sampled
+ * ones, which they are compared with; those of the current transaction
+ * stay, its caller may still read them), then sets the bytes
+ * the call may store: headwater.max_batch_storage less what the batches of
+ * the owner role's models hold.  As the extension owner, in SPI.
+ */
+static void
+start_batch_call(int32 model_id, const char *split)
+{
+	bool  isnull;
+	int64 used;
+
+	if (SPI_execute_with_args("DELETE FROM headwater.batch b WHERE b.model_id = $1 AND b.created_at < now() "
+							  "AND (b.split = 'predict') = $3 "
+							  "AND b.batch_id < (SELECT k.batch_id FROM headwater.batch k "
+							  "                  WHERE k.model_id = $1 AND k.batch_number = 0 "
+							  "                    AND (k.split = 'predict') = $3 "
+							  "                  ORDER BY k.batch_id DESC OFFSET $2 LIMIT 1)",
+							  3, (Oid[]) {INT4OID, INT4OID, BOOLOID},
+							  (Datum[]) {Int32GetDatum(model_id), Int32GetDatum(HW_BATCH_KEEP_CALLS - 2),
+										 BoolGetDatum(strcmp(split, "predict") == 0)},
+							  NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not prune the stored batches of model %d", model_id);
+	if (SPI_execute_with_args("SELECT coalesce(sum(octet_length(t.data)), 0)::bigint "
+							  "FROM headwater.batch_tensor t JOIN headwater.batch b USING (batch_id) "
+							  "JOIN headwater.model m USING (model_id) "
+							  "WHERE m.owner = (SELECT o.owner FROM headwater.model o WHERE o.model_id = $1)",
+							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
+							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not measure the stored batches of model %d", model_id);
+	used = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	call_bytes_left = (int64) hw_max_batch_storage_kb * 1024 - used;
+}
+
+/* ERROR 54000 when a batch of `bytes` would pass the call's storage budget. */
+static void
+charge_batch(const char *task_name, int64 bytes)
+{
+	if (bytes > call_bytes_left)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("storing these batches of task \"%s\" would pass headwater.max_batch_storage (%d kB) "
+						"for the models of its model's owner", task_name, hw_max_batch_storage_kb),
+				 errdetail("Nothing was stored."),
+				 errhint("Sample fewer or smaller batches; each model keeps the batches of its last %d calls "
+						 "(rt_drop_task removes a task's), and a superuser may raise headwater.max_batch_storage.",
+						 HW_BATCH_KEEP_CALLS)));
+	call_bytes_left -= bytes;
+}
+
 /*
  * Stores batch b (the last one sm built) of task in headwater.batch /
  * batch_tensor as the extension owner and returns its id; the caller is
@@ -118,6 +217,7 @@ hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 b
 	hw_become_owner(&as);
 	if (plans[0] == NULL)
 	{
+		start_batch_call(model_id, split);
 		plans[0] = SPI_prepare("INSERT INTO headwater.batch (model_id, task_id, split, batch_number, seed, batch_size, "
 							   "seq_len, n_rows, n_texts, vcol_base, seed_idx) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
 							   "$9, $10, $11) RETURNING batch_id",
@@ -129,18 +229,6 @@ hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 b
 		if (!plans[0] || !plans[1])
 			elog(ERROR, "could not prepare batch inserts");
 	}
-	Datum bv[11] = {
-		Int32GetDatum(model_id), Int32GetDatum(task->task_id), CStringGetTextDatum(split),
-		Int64GetDatum(batch_number), Int64GetDatum(seed), Int32GetDatum(B), Int32GetDatum(S), Int32GetDatum(b->R),
-		Int32GetDatum(b->U), Int32GetDatum(task->col_base), PointerGetDatum(int_array(seed_idx, B))
-	};
-	char bn[12] = "           ";
-
-	if (task->col_base < 0)
-		bn[9] = 'n';
-	if (SPI_execute_plan(plans[0], bv, bn, false, 1) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not store a batch");
-	int64 batch_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	HwTensorView views[HW_BATCH_NTENSORS + 2];
 
 	hw_batch_tensors((HwBatch *) b, views);
@@ -168,12 +256,28 @@ hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 b
 	}
 	views[HW_BATCH_NTENSORS] = (HwTensorView) {"_row_global", HW_DT_UINT32, 2, {B, b->R, 0}, rg};
 	views[HW_BATCH_NTENSORS + 1] = (HwTensorView) {"_row_vseed", HW_DT_UINT32, 2, {B, b->R, 0}, rv};
+	{
+		int64 batch_bytes = 0;
+
+		for (int v = 0; v < HW_BATCH_NTENSORS + 2; v++)
+			batch_bytes += (int64) view_bytes(&views[v]);
+		charge_batch(task->name, batch_bytes);
+	}
+	Datum bv[11] = {
+		Int32GetDatum(model_id), Int32GetDatum(task->task_id), CStringGetTextDatum(split),
+		Int64GetDatum(batch_number), Int64GetDatum(seed), Int32GetDatum(B), Int32GetDatum(S), Int32GetDatum(b->R),
+		Int32GetDatum(b->U), Int32GetDatum(task->col_base), PointerGetDatum(int_array(seed_idx, B))
+	};
+	char bn[12] = "           ";
+
+	if (task->col_base < 0)
+		bn[9] = 'n';
+	if (SPI_execute_plan(plans[0], bv, bn, false, 1) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not store a batch");
+	int64 batch_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	for (int v = 0; v < HW_BATCH_NTENSORS + 2; v++)
 	{
-		size_t bytes = hw_dtype_size(views[v].dtype);
-
-		for (int d = 0; d < views[v].ndim; d++)
-			bytes *= (size_t) views[v].shape[d];
+		size_t bytes = view_bytes(&views[v]);
 		Datum tv[5] = {
 			Int64GetDatum(batch_id), CStringGetTextDatum(views[v].name),
 			CStringGetTextDatum(hw_dtype_name(views[v].dtype)),
@@ -204,13 +308,14 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 	Datum   values[1] = {options};
 	char   *v;
 
-	if (SPI_execute_with_args("SELECT jsonb_typeof($1)", 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+	if (SPI_execute_with_args("SELECT pg_catalog.jsonb_typeof($1)", 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
 		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("rt_sample_batches options must be a JSON object"),
 						errhint("For example: options => '{\"key_cells\": true}'")));
-	if (SPI_execute_with_args("SELECT k FROM jsonb_object_keys($1) k WHERE k <> ALL ("
-							  "'{max_rows,child_width,child_sampling,recent_children,key_cells,future_parents,descendant_counts}') "
+	if (SPI_execute_with_args("SELECT k FROM pg_catalog.jsonb_object_keys($1) k WHERE k OPERATOR(pg_catalog.<>) ALL ("
+							  "'{max_rows,child_width,child_sampling,recent_children,key_cells,future_parents,descendant_counts}'"
+							  "::pg_catalog.text[]) "
 							  "ORDER BY k LIMIT 1",
 							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the options");
@@ -227,7 +332,7 @@ sample_options(Datum options, HwSamplerConfig *cfg)
 		char   *end;
 		long    x = 0;
 
-		if (SPI_execute_with_args("SELECT $1 ->> $2", 2, at, av, NULL, true, 1) != SPI_OK_SELECT)
+		if (SPI_execute_with_args("SELECT $1 OPERATOR(pg_catalog.->>) $2", 2, at, av, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read the options");
 		v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		if (v == NULL)
@@ -299,12 +404,20 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown split \"%s\"", split_name),
 						errhint("Use train, val or test.")));
-	if (n < 1 || n > 100000)
+	if (n < 1 || n > HW_SAMPLE_MAX_N)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("n must be between 1 and 100000, not %d", n)));
+						errmsg("n of rt_sample_batches must be between 1 and %d, not %d", HW_SAMPLE_MAX_N, n),
+						errhint("Sampled batches are for inspection; rt_train samples its own.")));
 	if (B < 1 || B > 4096 || S < 2 || S > 65535)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("batch_size must be 1..4096 and seq_len 2..65535 (got %d, %d)", B, S)));
+	if ((int64) n * B * S > HW_SAMPLE_MAX_CELLS)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("rt_sample_batches of task \"%s\" would store n x batch_size x seq_len = "
+							   INT64_FORMAT " cells, more than the limit of " INT64_FORMAT " per call",
+							   tname, (int64) n * B * S, HW_SAMPLE_MAX_CELLS),
+						errhint("Sample fewer, smaller or shorter batches (the defaults n => 1, batch_size => 32, "
+								"seq_len => 1024 store 32768 cells).")));
 	/* SETOF bigint: a one-column tuplestore built by hand (InitMaterializedSRF
 	 * wants a row type unless the caller supplies one) */
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || !(rsinfo->allowedModes & SFRM_Materialize))
@@ -704,7 +817,7 @@ rt_batch_sequence(PG_FUNCTION_ARGS)
 		if (isnull)
 		{
 			appendStringInfoString(&order, "tableoid, ctid");
-			appendStringInfoString(&key, "x.ctid::text");
+			appendStringInfoString(&key, "x.ctid::pg_catalog.text");
 		}
 		else
 		{
@@ -713,19 +826,19 @@ rt_batch_sequence(PG_FUNCTION_ARGS)
 			int np;
 
 			deconstruct_array(DatumGetArrayTypeP(pkd), TEXTOID, -1, false, TYPALIGN_INT, &pv, &pn, &np);
-			appendStringInfoString(&key, "concat_ws(E'\\x1f'");
+			appendStringInfoString(&key, "pg_catalog.concat_ws(E'\\x1f'");
 			for (int k = 0; k < np; k++)
 			{
 				const char *c = quote_identifier(TextDatumGetCString(pv[k]));
 
 				appendStringInfo(&order, "%s%s", k ? ", " : "", c);
-				appendStringInfo(&key, ", x.%s::text", c);
+				appendStringInfo(&key, ", x.%s::pg_catalog.text", c);
 			}
 			appendStringInfoChar(&key, ')');
 		}
 		initStringInfo(&sql);
-		appendStringInfo(&sql, "SELECT r, k, j FROM (SELECT row_number() OVER (ORDER BY %s) - 1 AS r, %s AS k, "
-						 "to_jsonb(x.*) AS j FROM %s.%s x) s WHERE r = ANY($1)",
+		appendStringInfo(&sql, "SELECT r, k, j FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) OPERATOR(pg_catalog.-) 1 AS r, "
+						 "%s AS k, pg_catalog.to_jsonb(x.*) AS j FROM %s.%s x) s WHERE r OPERATOR(pg_catalog.=) ANY($1)",
 						 order.data, key.data, quote_identifier(schema), quote_identifier(tb->name));
 		if (SPI_execute_with_args(sql.data, 1, (Oid[]) {INT8ARRAYOID},
 								  (Datum[]) {PointerGetDatum(construct_array((Datum *) want, nwant, INT8OID, 8,

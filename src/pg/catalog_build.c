@@ -344,8 +344,8 @@ parse_options(Build *b, Datum options)
 	char *v;
 	Oid jt = JSONBOID;
 
-	if (SPI_execute_with_args("SELECT k FROM jsonb_object_keys($1) k WHERE k NOT IN "
-							  "('embedder', 'd_text', 'embed_text', 'time_columns', 'column_types') ORDER BY 1",
+	if (SPI_execute_with_args("SELECT k FROM pg_catalog.jsonb_object_keys($1) k WHERE k OPERATOR(pg_catalog.<>) ALL "
+							  "('{embedder,d_text,embed_text,time_columns,column_types}'::pg_catalog.text[]) ORDER BY 1",
 							  1, &jt, &options, NULL, true, 1) != SPI_OK_SELECT)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("options of model \"%s\" must be a JSON object", b->model)));
@@ -353,9 +353,9 @@ parse_options(Build *b, Datum options)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown option \"%s\" for model \"%s\"", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), b->model),
 						errhint("Known options: embedder, d_text, embed_text, time_columns, column_types.")));
-	v = spi_text1("SELECT $1->>'embedder'", options, jt);
+	v = spi_text1("SELECT $1 OPERATOR(pg_catalog.->>) 'embedder'", options, jt);
 	b->embedder = v ? v : pstrdup("hash");
-	v = spi_text1("SELECT $1->>'d_text'", options, jt);
+	v = spi_text1("SELECT $1 OPERATOR(pg_catalog.->>) 'd_text'", options, jt);
 	b->d_text = HW_EMBED_DEFAULT_DIM;
 	if (v)
 	{
@@ -367,11 +367,11 @@ parse_options(Build *b, Datum options)
 							errmsg("option d_text of model \"%s\" must be an integer between 8 and 4096, not \"%s\"", b->model, v)));
 		b->d_text = (int) d;
 	}
-	v = spi_text1("SELECT $1->>'embed_text'", options, jt);
+	v = spi_text1("SELECT $1 OPERATOR(pg_catalog.->>) 'embed_text'", options, jt);
 	b->embed_text = !(v && strcmp(v, "false") == 0);
 	if (strcmp(b->embedder, "hash") != 0)
 	{
-		char *fn = spi_text1("SELECT to_regprocedure($1 || '(text)')::text",
+		char *fn = spi_text1("SELECT pg_catalog.to_regprocedure($1 OPERATOR(pg_catalog.||) '(text)')::pg_catalog.text",
 							 CStringGetTextDatum(b->embedder), TEXTOID);
 
 		if (fn == NULL)
@@ -380,9 +380,9 @@ parse_options(Build *b, Datum options)
 							errhint("Use {\"embedder\": \"hash\"} or name a function text -> float4[] returning d_text values.")));
 		/* the resolved function as schema.name, each part quoted: the only
 		 * form ever pasted into the embedding call */
-		b->embedder = spi_text1("SELECT format('%I.%I', n.nspname, p.proname) FROM pg_catalog.pg_proc p "
-								"JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
-								"WHERE p.oid = $1::pg_catalog.regprocedure", CStringGetTextDatum(fn), TEXTOID);
+		b->embedder = spi_text1("SELECT pg_catalog.format('%I.%I', n.nspname, p.proname) FROM pg_catalog.pg_proc p "
+								"JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace "
+								"WHERE p.oid OPERATOR(pg_catalog.=) $1::pg_catalog.regprocedure", CStringGetTextDatum(fn), TEXTOID);
 	}
 }
 
@@ -395,7 +395,8 @@ option_time_column(Build *b, Datum options, const char *table, bool *present)
 	bool isnull;
 
 	*present = false;
-	if (SPI_execute_with_args("SELECT $1->'time_columns' ? $2, $1->'time_columns'->>$2",
+	if (SPI_execute_with_args("SELECT ($1 OPERATOR(pg_catalog.->) 'time_columns') OPERATOR(pg_catalog.?) $2, "
+							  "($1 OPERATOR(pg_catalog.->) 'time_columns') OPERATOR(pg_catalog.->>) $2",
 							  2, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		return NULL;
 	Datum p = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -411,7 +412,7 @@ discover(Build *b, Datum options)
 {
 	Oid argt[1] = {OIDOID};
 	bool isnull;
-	char *nsp = spi_text1("SELECT oid FROM pg_namespace WHERE nspname = $1",
+	char *nsp = spi_text1("SELECT oid FROM pg_catalog.pg_namespace WHERE nspname OPERATOR(pg_catalog.=) $1",
 						  CStringGetTextDatum(b->schema), TEXTOID);
 
 	if (nsp == NULL)
@@ -421,9 +422,11 @@ discover(Build *b, Datum options)
 	b->nsp = (Oid) strtoul(nsp, NULL, 10);
 
 	/* tables: ordinary and partitioned, partitions folded into their parent */
-	if (SPI_execute_with_args("SELECT c.oid, c.relname::text FROM pg_class c "
-							  "WHERE c.relnamespace = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition "
-							  "ORDER BY c.relname COLLATE \"C\"",
+	if (SPI_execute_with_args("SELECT c.oid, c.relname::pg_catalog.text FROM pg_catalog.pg_class c "
+							  "WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 "
+							  "  AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'::pg_catalog.\"char\"[]) "
+							  "  AND NOT c.relispartition "
+							  "ORDER BY c.relname COLLATE pg_catalog.\"C\"",
 							  1, argt, (Datum[]) {ObjectIdGetDatum(b->nsp)}, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "table discovery failed");
 	if (SPI_processed == 0)
@@ -450,9 +453,11 @@ discover(Build *b, Datum options)
 	{
 		TabB *tb = &b->tabs[t];
 
-		if (SPI_execute_with_args("SELECT a.attnum, a.attname::text, a.atttypid, "
-								  "       format_type(a.atttypid, a.atttypmod), col_description(a.attrelid, a.attnum) "
-								  "FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped "
+		if (SPI_execute_with_args("SELECT a.attnum, a.attname::pg_catalog.text, a.atttypid, "
+								  "       pg_catalog.format_type(a.atttypid, a.atttypmod), "
+								  "       pg_catalog.col_description(a.attrelid, a.attnum) "
+								  "FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1 "
+								  "  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
 								  "ORDER BY a.attnum",
 								  1, argt, (Datum[]) {ObjectIdGetDatum(tb->relid)}, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "column discovery failed");
@@ -488,22 +493,30 @@ discover(Build *b, Datum options)
 	 * its partitions (conparentid <> 0) are skipped; FKs declared on a
 	 * partition itself (pagila's payment) are folded into the root table,
 	 * columns matched by name, duplicates across partitions merged. */
-	if (SPI_execute_with_args("SELECT con.conname::text, con.contype::text, "
-							  "       coalesce(pg_partition_root(con.conrelid), con.conrelid), "
-							  "       coalesce(pg_partition_root(con.confrelid), con.confrelid), "
-							  "       ARRAY(SELECT a.attname::text FROM unnest(con.conkey) WITH ORDINALITY k(n, i) "
-							  "             JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.n ORDER BY k.i), "
-							  "       ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY k(n, i) "
-							  "             JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.n ORDER BY k.i), "
-							  "       fn.nspname::text, fc.relname::text "
-							  "FROM pg_constraint con "
-							  "JOIN pg_class c ON c.oid = con.conrelid "
-							  "JOIN pg_class rc ON rc.oid = coalesce(pg_partition_root(con.conrelid), con.conrelid) "
-							  "LEFT JOIN pg_class fc ON fc.oid = coalesce(pg_partition_root(con.confrelid), con.confrelid) "
-							  "LEFT JOIN pg_namespace fn ON fn.oid = fc.relnamespace "
-							  "WHERE c.relnamespace = $1 AND con.conparentid = 0 "
-							  "  AND (con.contype = 'f' OR (con.contype = 'p' AND NOT c.relispartition)) "
-							  "ORDER BY con.contype DESC, rc.relname COLLATE \"C\", c.relispartition, con.conname COLLATE \"C\"",
+	if (SPI_execute_with_args("SELECT con.conname::pg_catalog.text, con.contype::pg_catalog.text, "
+							  "       COALESCE(pg_catalog.pg_partition_root(con.conrelid), con.conrelid), "
+							  "       COALESCE(pg_catalog.pg_partition_root(con.confrelid), con.confrelid), "
+							  "       ARRAY(SELECT a.attname::pg_catalog.text "
+							  "             FROM pg_catalog.unnest(con.conkey) WITH ORDINALITY k(n, i) "
+							  "             JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) con.conrelid "
+							  "                  AND a.attnum OPERATOR(pg_catalog.=) k.n ORDER BY k.i), "
+							  "       ARRAY(SELECT a.attname::pg_catalog.text "
+							  "             FROM pg_catalog.unnest(con.confkey) WITH ORDINALITY k(n, i) "
+							  "             JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) con.confrelid "
+							  "                  AND a.attnum OPERATOR(pg_catalog.=) k.n ORDER BY k.i), "
+							  "       fn.nspname::pg_catalog.text, fc.relname::pg_catalog.text "
+							  "FROM pg_catalog.pg_constraint con "
+							  "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) con.conrelid "
+							  "JOIN pg_catalog.pg_class rc ON rc.oid OPERATOR(pg_catalog.=) "
+							  "     COALESCE(pg_catalog.pg_partition_root(con.conrelid), con.conrelid) "
+							  "LEFT JOIN pg_catalog.pg_class fc ON fc.oid OPERATOR(pg_catalog.=) "
+							  "     COALESCE(pg_catalog.pg_partition_root(con.confrelid), con.confrelid) "
+							  "LEFT JOIN pg_catalog.pg_namespace fn ON fn.oid OPERATOR(pg_catalog.=) fc.relnamespace "
+							  "WHERE c.relnamespace OPERATOR(pg_catalog.=) $1 AND con.conparentid OPERATOR(pg_catalog.=) 0 "
+							  "  AND (con.contype OPERATOR(pg_catalog.=) 'f' "
+							  "       OR (con.contype OPERATOR(pg_catalog.=) 'p' AND NOT c.relispartition)) "
+							  "ORDER BY con.contype DESC, rc.relname COLLATE pg_catalog.\"C\", c.relispartition, "
+							  "         con.conname COLLATE pg_catalog.\"C\"",
 							  1, argt, (Datum[]) {ObjectIdGetDatum(b->nsp)}, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "constraint discovery failed");
 	b->fks = palloc0(sizeof(FkB) * (SPI_processed ? SPI_processed : 1));
@@ -701,16 +714,16 @@ value_expr(Build *b, TabB *tb, ColB *col, int stype)
 		case INFER_INT_CODE:
 			col->kind = K_F8;
 			if (t == BOOLOID)
-				return psprintf("%s::int::float8", q);
+				return psprintf("%s::pg_catalog.int4::pg_catalog.float8", q);
 			if (t == CASHOID)
-				return psprintf("%s::numeric::float8", q);
+				return psprintf("%s::pg_catalog.numeric::pg_catalog.float8", q);
 			if (is_int_type(t) || is_float_type(t))
-				return psprintf("%s::float8", q);
+				return psprintf("%s::pg_catalog.float8", q);
 			break;
 		case HW_ST_TIMESTAMP:
 			col->kind = K_TS;
 			if (t == DATEOID)
-				return psprintf("%s::timestamp", q);
+				return psprintf("%s::pg_catalog.timestamp", q);
 			if (t == TIMESTAMPOID || t == TIMESTAMPTZOID)
 				return psprintf("%s", q);
 			break;
@@ -719,13 +732,13 @@ value_expr(Build *b, TabB *tb, ColB *col, int stype)
 			if (t == BOOLOID)
 				return psprintf("%s", q);
 			if (is_int_type(t) || is_float_type(t))
-				return psprintf("(%s <> 0)", q);
+				return psprintf("(%s OPERATOR(pg_catalog.<>) 0)", q);
 			break;
 		case HW_ST_CATEGORICAL:
 		case HW_ST_TEXT:
 		case INFER_TEXT_LIKE:
 			col->kind = K_TEXT;
-			return psprintf("%s::text", q);
+			return psprintf("%s::pg_catalog.text", q);
 		default:
 			col->kind = K_NONE;
 			return NULL;
@@ -746,17 +759,21 @@ apply_overrides(Build *b, Datum options)
 		"{\"column_types\": {\"table.column\": \"type\"}}; types: identifier, numerical, timestamp, "
 		"boolean, categorical, text, ignored.";
 
-	if (strcmp(spi_text1("SELECT coalesce(jsonb_typeof($1->'column_types') NOT IN ('object', 'null'), false)::text",
+	if (strcmp(spi_text1("SELECT COALESCE(pg_catalog.jsonb_typeof($1 OPERATOR(pg_catalog.->) 'column_types') "
+						 "OPERATOR(pg_catalog.<>) ALL ('{object,null}'::pg_catalog.text[]), false)::pg_catalog.text",
 						 options, jt), "true") == 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("option column_types of model \"%s\" must be a JSON object", b->model),
 						errhint("%s", shape_hint)));
 	/* one row per (table, column): the nested form, or "table.column": "type" */
-	if (SPI_execute_with_args("SELECT t.key, jsonb_typeof(t.value), c.key, coalesce(c.value, t.value) #>> '{}' "
-							  "FROM jsonb_each(CASE WHEN jsonb_typeof($1->'column_types') = 'object' "
-							  "                     THEN $1->'column_types' ELSE '{}' END) t "
-							  "LEFT JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(t.value) = 'object' "
-							  "                                  THEN t.value ELSE '{}' END) c ON true "
+	if (SPI_execute_with_args("SELECT t.key, pg_catalog.jsonb_typeof(t.value), c.key, "
+							  "       COALESCE(c.value, t.value) OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
+							  "FROM pg_catalog.jsonb_each(CASE WHEN pg_catalog.jsonb_typeof($1 OPERATOR(pg_catalog.->) 'column_types') "
+							  "                                OPERATOR(pg_catalog.=) 'object' "
+							  "                     THEN $1 OPERATOR(pg_catalog.->) 'column_types' ELSE '{}' END) t "
+							  "LEFT JOIN LATERAL pg_catalog.jsonb_each(CASE WHEN pg_catalog.jsonb_typeof(t.value) "
+							  "                                                  OPERATOR(pg_catalog.=) 'object' "
+							  "                                             THEN t.value ELSE '{}' END) c ON true "
 							  "ORDER BY 1, 3",
 							  1, &jt, &options, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading column_types failed");
@@ -808,13 +825,16 @@ apply_overrides(Build *b, Datum options)
 		b->tabs[t].cols[c].overridden = true;
 	}
 	/* time_columns: an object whose keys are tables of the schema */
-	if (strcmp(spi_text1("SELECT coalesce(jsonb_typeof($1->'time_columns') NOT IN ('object', 'null'), false)::text",
+	if (strcmp(spi_text1("SELECT COALESCE(pg_catalog.jsonb_typeof($1 OPERATOR(pg_catalog.->) 'time_columns') "
+						 "OPERATOR(pg_catalog.<>) ALL ('{object,null}'::pg_catalog.text[]), false)::pg_catalog.text",
 						 options, jt), "true") == 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("option time_columns of model \"%s\" must be a JSON object", b->model),
 						errhint("Write {\"time_columns\": {\"table\": \"column\"}} (null: the table has none).")));
-	if (SPI_execute_with_args("SELECT t.key, jsonb_typeof(t.value) FROM jsonb_each(CASE WHEN jsonb_typeof($1->'time_columns') "
-							  "= 'object' THEN $1->'time_columns' ELSE '{}' END) t ORDER BY 1",
+	if (SPI_execute_with_args("SELECT t.key, pg_catalog.jsonb_typeof(t.value) "
+							  "FROM pg_catalog.jsonb_each(CASE WHEN pg_catalog.jsonb_typeof($1 OPERATOR(pg_catalog.->) 'time_columns') "
+							  "OPERATOR(pg_catalog.=) 'object' THEN $1 OPERATOR(pg_catalog.->) 'time_columns' ELSE '{}' END) t "
+							  "ORDER BY 1",
 							  1, &jt, &options, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "reading time_columns failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -875,7 +895,8 @@ seed_enum_labels(ColB *col)
 	Oid argt = OIDOID;
 	Datum arg = ObjectIdGetDatum(col->basetyp);
 
-	if (SPI_execute_with_args("SELECT enumlabel::text FROM pg_enum WHERE enumtypid = $1 ORDER BY enumsortorder",
+	if (SPI_execute_with_args("SELECT enumlabel::pg_catalog.text FROM pg_catalog.pg_enum WHERE enumtypid OPERATOR(pg_catalog.=) $1 "
+							  "ORDER BY enumsortorder",
 							  1, &argt, &arg, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "enum lookup failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -1176,7 +1197,7 @@ scan_table(Build *b, int t)
 			sr->key_raw[nkeycols++] = raw_slot(sr, &q, &nsel, tb, tb->keys[k].att[i]);
 	}
 	if (nsel == 0)
-		appendStringInfoString(&q, "NULL::int");
+		appendStringInfoString(&q, "NULL::pg_catalog.int4");
 	/* ORDER BY names are qualified with the alias: a bare name would match
 	 * an output column first */
 	appendStringInfo(&q, " FROM %s AS hw_src ORDER BY ", qname(b, tb->name));
@@ -1272,8 +1293,8 @@ count_distinct_sql(Build *b, TabB *tb, ColB *col, int *nd, int64 *nonnull)
 {
 	const char *q = quote_identifier(col->name);
 	const char *t = qname(b, tb->name);
-	char *sql = psprintf("SELECT (SELECT count(*) FROM (SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d) d), "
-						 "(SELECT count(%s) FROM %s)", q, t, q, CODE_MAX_DISTINCT + 1, q, t);
+	char *sql = psprintf("SELECT (SELECT pg_catalog.count(*) FROM (SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d) d), "
+						 "(SELECT pg_catalog.count(%s) FROM %s)", q, t, q, CODE_MAX_DISTINCT + 1, q, t);
 	bool isnull;
 
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
@@ -1832,7 +1853,8 @@ embed_texts(Build *b, int n, char **s, const int *len, const char *what)
 	}
 	/* user function, called as the calling role, EMBED_FN_BATCH texts a call */
 	ErrorContextCallback ecb;
-	char *sql = psprintf("SELECT i, (%s(t))::float4[] FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) ORDER BY i",
+	char *sql = psprintf("SELECT i, (%s(t))::pg_catalog.float4[] FROM pg_catalog.unnest($1::pg_catalog.text[]) "
+						 "WITH ORDINALITY AS u(t, i) ORDER BY i",
 						 b->embedder);
 	Oid argt = TEXTARRAYOID;
 	SPIPlanPtr plan;

@@ -11,6 +11,7 @@
 
 #include "hw_serving_shared.h"
 #include "hw_serving.h"
+#include "hw_pg_task.h"
 #include "utils/guc.h"
 
 #include "hw_common.h"
@@ -26,6 +27,7 @@ _PG_init(void)
 	/* GUCs are defined by the files that own them. */
 	hw_serving_shared_guc_init();
 	hw_serving_guc_init();
+	hw_batch_guc_init();
 }
 
 PG_FUNCTION_INFO_V1(rt_version);

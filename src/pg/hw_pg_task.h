@@ -58,6 +58,9 @@ bool hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, 
 
 /* Stores a sampled batch for inspection (batch_sql.c; rt_batch_tensor,
  * rt_batch_sequence read it back): see there. */
+/* Defines headwater.max_batch_storage (batch_sql.c; from _PG_init). */
+void hw_batch_guc_init(void);
+
 int64 hw_pg_store_batch(int32 model_id, const HwTask *task, const char *split, int64 batch_number, int64 seed,
 						int32 S, const HwBatch *b, const HwSampler *sm, const int64 *seed_idx, SPIPlanPtr *plans);
 

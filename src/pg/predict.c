@@ -52,6 +52,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "hw_caller_query.h"
 #include "hw_pg.h"
 #include "hw_predict.h"
 #include "hw_serving.h"
@@ -691,12 +692,11 @@ typedef void (*PredChunkFn) (HwServing *s, int t, const PredChunk *c, void *arg)
  * rows.  ERROR for a query that is not one SELECT, has no key column, an
  * obs_time that is not timestamptz, a NULL or unknown key. */
 static int64
-predict_query(HwServing *s, int t, const char *task_ref, const char *query, int batch_rows,
-			  PredChunkFn fn, void *arg)
+predict_query(HwServing *s, int t, const char *task_ref, const char *query, const char *fn_name,
+			  int batch_rows, PredChunkFn fn, void *arg)
 {
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "headwater predict chunk",
 													ALLOCSET_DEFAULT_SIZES);
-	SPIPlanPtr  plan;
 	Portal      portal;
 	TupleDesc   td;
 	int         obs_col = -1, nkey = 0;
@@ -704,14 +704,8 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, int 
 	int64       total = 0;
 
 	require_anchor_key(s, t);
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("could not prepare the query of task \"%s\": %s", task_ref, SPI_result_code_string(SPI_result)),
-				 errhint("Pass one SELECT returning the key columns and optionally obs_time.")));
-	/* a non-SELECT or several statements: SPI says why (SQLSTATE 42P11) */
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, false);
+	/* one plain SELECT, else an error before any of it runs */
+	portal = hw_caller_select_open(query, fn_name, task_ref);
 	td = portal->tupDesc;
 	key_cols = palloc(sizeof(int) * Max(1, td->natts));
 	for (int i = 0; i < td->natts; i++)
@@ -905,7 +899,7 @@ rt_predict_table(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	predict_query(s, t, task_ref, query, 1000, table_chunk, &to);
+	predict_query(s, t, task_ref, query, "rt_predict_table", 1000, table_chunk, &to);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -1033,9 +1027,11 @@ rt_predict_into(PG_FUNCTION_ARGS)
 				 errmsg("target table %s of task \"%s\" has no column row_id", io.target, task_ref),
 				 errhint("The table needs row_id (text) and any of obs_time, prediction, label, p_null, detail; "
 						 "other columns get their defaults.")));
-	appendStringInfoString(&sql, ") SELECT * FROM unnest(");
+	/* ROWS FROM of one qualified unnest per array (multi-argument unnest
+	 * exists only unqualified, resolved through the caller's search_path) */
+	appendStringInfoString(&sql, ") SELECT * FROM ROWS FROM (");
 	for (int a = 0; a < io.nuse; a++)
-		appendStringInfo(&sql, "%s$%d", a ? ", " : "", a + 1);
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", a ? ", " : "", a + 1);
 	appendStringInfoChar(&sql, ')');
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -1044,7 +1040,7 @@ rt_predict_into(PG_FUNCTION_ARGS)
 	if (io.plan == NULL)
 		elog(ERROR, "could not prepare the insert into %s: %s", io.target, SPI_result_code_string(SPI_result));
 	io.t0 = GetCurrentTimestamp();
-	predict_query(s, t, task_ref, query, batch_rows, into_chunk, &io);
+	predict_query(s, t, task_ref, query, "rt_predict_into", batch_rows, into_chunk, &io);
 	SPI_finish();
 	PG_RETURN_INT64(io.written);
 }

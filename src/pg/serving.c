@@ -241,7 +241,9 @@ hw_serving_category_label(const HwServing *s, int t, int32 k)
  * ctid) of the model's headwater.model row and of its headwater.task rows.
  * rt_refresh rewrites the model row, so even two refreshes in one
  * transaction give different keys; creating or dropping a task changes the
- * task list.  Also the model's name (for messages).  Caller in SPI as owner.
+ * task list.  Times enter as epoch microseconds, never as text: the text
+ * of a timestamptz follows the session's TimeZone and DateStyle, and
+ * sessions that differ in them would rebuild each other's shared file.  Also the model's name (for messages).  Caller in SPI as owner.
  */
 static char *
 model_state_key(int32 model_id, char **model_name)
@@ -251,7 +253,7 @@ model_state_key(int32 model_id, char **model_name)
 
 	if (SPI_execute_with_args(
 			"SELECT m.xmin::text || '/' || m.ctid::text || '/' || "
-			"coalesce(m.refreshed_at, m.created_at)::text || '/' || "
+			"(EXTRACT(epoch FROM coalesce(m.refreshed_at, m.created_at)) * 1000000)::int8 || '/' || "
 			"(SELECT coalesce(string_agg(t.task_id::text || '@' || t.xmin::text || t.ctid::text, ',' "
 			"  ORDER BY t.task_id), '') FROM headwater.task t WHERE t.model_id = m.model_id), m.name "
 			"FROM headwater.model m WHERE m.model_id = $1",

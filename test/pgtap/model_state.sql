@@ -1,6 +1,6 @@
 -- model_state: the SQL inspection surface of a trained model (model engineer):
 -- rt_model_params lists the parameter table of model.h with the stored
--- values; rt_debug_tape writes one forward/backward's tape to headwater.tape.
+-- values; rt_debug_tape writes one forward/backward's tape, rt_tape reads it.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -33,7 +33,7 @@ SELECT ok((SELECT bool_and(length(data) = 4 * numel AND numel = (SELECT coalesce
 SELECT ok((SELECT rms > 0 AND rms < 10 FROM p WHERE name = 'layer0.out.wq'), 'trained weights have a sane RMS');
 
 SELECT ok(rt_debug_tape('status') > 0, 'rt_debug_tape records ops');
-SELECT is((SELECT count(*) FROM headwater.tape WHERE op = 'attention'), 6::bigint,
+SELECT is((SELECT count(*) FROM rt_tape('status') WHERE op = 'attention'), 6::bigint,
           'the tape has one attention op per sublayer (2 layers x 3)');
 
 SELECT * FROM finish();
