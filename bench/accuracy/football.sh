@@ -49,7 +49,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../scripts/lib.sh"
 cd "$HW_ROOT"
-command_line="bench/accuracy/football.sh $*"
+command_line="bench/accuracy/football.sh$(printf ' %q' "$@")"
 minutes=${1:-30}
 seeds=${2:-"1 2 3"}
 data=${3:-${FB_DATA:-$HW_ROOT/../shared/data/football}}

@@ -6,6 +6,13 @@
 -- window as `label_horizon` (docs/user_guide.md, *Label history*: a label
 -- is known only when its window has ended, so the earlier labels shown as
 -- history are only those a forecaster would have had at obs_time).
+-- match, goal and shootout are dated (their `date` is the time column);
+-- team, tournament and player are not, so a team's player rows include the
+-- scorers of later years (a player row exists once he has scored for the
+-- team at any time up to the data's end): as loaded, the schema shows a
+-- team's future scorers, without their goals, at every obs_time.  Kept as a
+-- new user would load it; the GBDT does not read player rows for the team
+-- tasks.
 -- psql variable: model (the model's name; the tasks are <model>_<task>).
 \set ON_ERROR_STOP on
 SET timezone = 'UTC';
