@@ -3,16 +3,17 @@
 
     gbdt.py FEATURES.csv SEEDS OUT.tsv [PREDS.csv]
 
-FEATURES.csv: task, customer_id, split, label, then numeric features (NULL =
-missing), as written by *_features.sql.  For each task and seed: XGBoost
+FEATURES.csv: task, a row key (customer_id; any name: it names the key column
+of PREDS.csv too), split, label, then numeric features (NULL = missing), as
+written by *_features.sql.  For each task and seed: XGBoost
 (Debian's python3-xgboost) trained on the train split, early-stopped on val,
 a small grid (depth 3/6; regression also squared vs absolute error) chosen by
 the val metric, evaluated on test.  Trivial baselines on the same test rows:
 the train positive rate (AUROC 0.5) / the train mean and median.
 Appends lines "task<TAB>method<TAB>seed<TAB>metric<TAB>value<TAB>n_test" to OUT.tsv,
 and with PREDS.csv the chosen model's test predictions, one row per test row
-(method, seed, task, customer_id, label, pred: test_preds.sql's columns), for
-paired.py.
+(method, seed, task, customer_id (FEATURES.csv's key column), label, pred:
+test_preds.sql's columns), for paired.py.
 """
 import csv
 import sys
@@ -45,17 +46,17 @@ def load(path):
         head = next(r)
         for line in r:
             rows.setdefault(line[0], []).append(line)
-    return head[4:], rows
+    return head[1], head[4:], rows
 
 
 def main():
     path, seeds, out = sys.argv[1], [int(s) for s in sys.argv[2].split()], sys.argv[3]
-    feats, tasks = load(path)
+    key, feats, tasks = load(path)
     res = open(out, "a")
     preds = None
     if len(sys.argv) > 4:
         preds = csv.writer(open(sys.argv[4], "w", newline=""))
-        preds.writerow(["method", "seed", "task", "customer_id", "label", "pred"])
+        preds.writerow(["method", "seed", "task", key, "label", "pred"])
     for task, lines in tasks.items():
         split = np.array([l[2] for l in lines])
         y = np.array([float(l[3]) for l in lines])

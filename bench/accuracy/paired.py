@@ -5,7 +5,8 @@ with the uncertainty of a finite test set.
     /usr/bin/python3 bench/accuracy/paired.py PREDS.csv...
 
 PREDS.csv: test_preds.sql's (headwater, one file per database and seed) and
-gbdt.py's (all seeds): method, seed, task, customer_id, label, pred.  For
+gbdt.py's (all seeds): method, seed, task, a row key (customer_id, or
+another name: the fourth column), label, pred.  For
 each task: each method's test metric per seed and its mean over seeds (the
 figures of report.md), the difference of the two means (positive = headwater
 better: AUROC higher, MAE lower), and a 95% interval for that difference by
@@ -45,11 +46,13 @@ def auroc_rows(y, p, idx):
 
 
 def main():
-    data = defaultdict(dict)            # task -> (method, seed) -> {customer_id: (label, pred)}
+    data = defaultdict(dict)            # task -> (method, seed) -> {row key: (label, pred)}
     for path in sys.argv[1:]:
         with open(path) as f:
-            for r in csv.DictReader(f):
-                data[r["task"]].setdefault((r["method"], int(r["seed"])), {})[r["customer_id"]] = \
+            reader = csv.DictReader(f)
+            key = reader.fieldnames[3]      # customer_id, or football's row_key
+            for r in reader:
+                data[r["task"]].setdefault((r["method"], int(r["seed"])), {})[r[key]] = \
                     (float(r["label"]), float(r["pred"]))
     rng = np.random.default_rng(7)
     for task in sorted(data):
