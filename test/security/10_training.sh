@@ -4,8 +4,8 @@
 # Its own two models of hw_owner (t10a, t10b), tiny preset, few steps.
 
 as hw_owner "SELECT rt_create_model('t10a', 'shop'); SELECT rt_create_model('t10b', 'shop')" >/dev/null
-as hw_owner "SELECT rt_create_task('t10a', 'status10', anchor_table => 'orders', target_column => 'status');
-             SELECT rt_create_task('t10b', 'status10', anchor_table => 'orders', target_column => 'status')" >/dev/null
+as hw_owner "SELECT rt_create_task('t10a', 'status10a', anchor_table => 'orders', target_column => 'status')" >/dev/null
+as hw_owner "SELECT rt_create_task('t10b', 'status10b', anchor_table => 'orders', target_column => 'status')" >/dev/null
 mid=$(q "SELECT model_id FROM headwater.model WHERE name = 't10a'")
 long="steps => 100000, preset => 'tiny', options => '{\"checkpoint_every\": 100000, \"val_every\": 100000, \"batch_size\": 4, \"seq_len\": 32}'"
 no_worker="SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type = 'headwater training')"
