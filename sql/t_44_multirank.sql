@@ -59,19 +59,21 @@ SELECT bool_or(a.loss <> b.loss) AS single_differs
 FROM l44 a JOIN l44 b ON a.step = b.step AND a.split = b.split AND a.split = 'train' AND a.m = 'ranks2' AND b.m = 'single';
 
 -- 3. a rank that does not arrive in time fails the job, naming it: the last
---    rank sleeps 3 s at the start of each step (debug_rank_stall_ms, a test
---    hook), rank 0 waits 0.2 s for it at the first all-reduce.  (A 1 us
---    timeout without a late rank was not enough: on an idle machine the two
---    threads can meet within it at every collective.)
+--    rank sleeps 3 s at the start of each step (headwater.debug_rank_stall_ms,
+--    a superuser-only test hook), rank 0 waits 0.2 s for it at the first
+--    all-reduce.  (A 1 us timeout without a late rank was not enough: on an
+--    idle machine the two threads can meet within it at every collective.)
 SET client_min_messages = warning;
+SET headwater.debug_rank_stall_ms = 3000;
 SELECT e.code AS sqlstate,
        regexp_replace(regexp_replace(regexp_replace(e.message, '(job|rank|step|rank\(s\)) [0-9]+', '\1 N', 'g'),
                                      'waited [0-9.e-]+ s', 'waited T s'),
                       'at the (all-reduce|checksum comparison) for', 'at a gradient exchange or check for')
          AS message
 FROM pg_temp.err($$SELECT rt_train('m44', steps => 3, preset => 'tiny',
-                   options => '{"batch_size": 4, "seq_len": 48, "ranks": 2, "rank_timeout": 0.2, "debug_rank_stall_ms": 3000, "restart": true,
+                   options => '{"batch_size": 4, "seq_len": 48, "ranks": 2, "rank_timeout": 0.2, "restart": true,
                                 "threads": 2, "val_every": 1000, "checkpoint_every": 1000}')$$) e;
+RESET headwater.debug_rank_stall_ms;
 RESET client_min_messages;
 SELECT j.state, j.error ~ 'rank 0 waited 0.2 s at the all-reduce for rank\(s\) 1, which did not arrive \(timeout\)' AS names_rank
 FROM headwater.job j JOIN headwater.model m USING (model_id) WHERE m.name = 'm44' ORDER BY j.job_id DESC LIMIT 1;

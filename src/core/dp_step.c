@@ -100,10 +100,15 @@ hw_dp_step(HwDpRank *d, HwBatch *const *micro, HwStepResult *res, HwError *err)
 	float   loss = 0, lsum = 0, gn = 0, lr = 0;
 	int     rc;
 
-	if (d->stall_ms > 0)
+	/* the late rank sleeps in slices, so an aborted collective (the job
+	 * was stopped, hw_dp_threads_stop) ends the stall within one slice */
+	for (int slept = 0; slept < d->stall_ms; slept += 20)
 	{
-		struct timespec ts = { d->stall_ms / 1000, (long) (d->stall_ms % 1000) * 1000000L };
+		int    ms = d->stall_ms - slept < 20 ? d->stall_ms - slept : 20;
+		struct timespec ts = { 0, (long) ms * 1000000L };
 
+		if (d->c && hw_coll_error(d->c, NULL) != HW_OK)
+			return hw_coll_error(d->c, err);
 		nanosleep(&ts, NULL);
 	}
 

@@ -15,6 +15,7 @@
 #include "hw_pg.h"
 #include "catalog_priv.h"
 #include "catalog_build.h"
+#include "hw_train.h"
 #include "utils/jsonb.h"
 
 int32
@@ -158,6 +159,9 @@ rt_drop_model(PG_FUNCTION_ARGS)
 	HwAsOwner as;
 
 	hw_model_require(id, HW_RIGHT_OWN, NULL);
+	/* a running job would die on the rows it still writes: refuse (and keep
+	 * new jobs of the model from starting until this transaction ends) */
+	hw_train_require_idle(id, name, "drop");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);

@@ -15,11 +15,45 @@
 #include "utils/guc.h"
 
 #include "hw_common.h"
+#include "hw_train.h"
 #include "snapshot.h"
 
 PG_MODULE_MAGIC;
 
 void _PG_init(void);
+
+/* ---- training limits (train_limits.c, train_loop.c; docs/user_guide.md) ---- */
+int hw_max_training_workers = 4;
+int hw_max_training_workers_per_role = 2;
+int hw_debug_rank_stall_ms = 0;
+
+static void
+hw_train_guc_init(void)
+{
+	/* each job is one background worker (its ranks are threads in it), and
+	 * they come out of max_worker_processes, which parallel query, logical
+	 * replication and other extensions share: the default leaves them room */
+	DefineCustomIntVariable("headwater.max_training_workers",
+							"Training jobs the server runs at once (one background worker each).",
+							"Keep it below max_worker_processes minus the workers parallel query and "
+							"replication need; 0 disables training.",
+							&hw_max_training_workers, 4, 0, 1024,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("headwater.max_training_workers_per_role",
+							"Training jobs one role runs at once.",
+							"Superusers set it (ALTER ROLE ... SET for one role); 0 forbids training.",
+							&hw_max_training_workers_per_role, 2, 0, 1024,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	/* a test hook, not a feature: a late rank for rank_timeout and for the
+	 * termination of a stalled job; superuser only, so no role can park
+	 * worker slots with it */
+	DefineCustomIntVariable("headwater.debug_rank_stall_ms",
+							"For tests: the last data-parallel rank sleeps this long at each step.",
+							NULL,
+							&hw_debug_rank_stall_ms, 0, 0, 60000,
+							PGC_SUSET, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							NULL, NULL, NULL);
+}
 
 void
 _PG_init(void)
@@ -28,6 +62,7 @@ _PG_init(void)
 	hw_serving_shared_guc_init();
 	hw_serving_guc_init();
 	hw_batch_guc_init();
+	hw_train_guc_init();
 }
 
 PG_FUNCTION_INFO_V1(rt_version);

@@ -7,8 +7,10 @@
  * progress from the segment and relays it as NOTICEs.  Cancellation is a flag
  * in the segment (set by a cancelled caller or by rt_cancel, which attaches
  * through headwater.job.dsm_handle); the worker checkpoints and stops.
- * SIGTERM (pg_terminate_backend, shutdown) makes the worker stop at once and
- * mark the job failed; the last checkpoint stays intact.
+ * A query cancel of the worker (pg_cancel_backend) is an rt_cancel.  SIGTERM
+ * (pg_terminate_backend, shutdown) makes the worker stop at once (a running
+ * data-parallel step is aborted) and mark the job failed; the last
+ * checkpoint stays intact.
  */
 #ifndef HW_TRAIN_H
 #define HW_TRAIN_H
@@ -26,11 +28,23 @@
 
 #define HW_JOB_REQUEST_MAX 8192
 
-/* Advisory-lock classes (pg_locks.classid; objid = model id, objsubid = 2):
- * the training lock, held (session-level) by the worker training model X;
- * the launch lock, held (transaction-level) by a backend starting one. */
+/* Advisory-lock classes (pg_locks.classid; objid = model id, objsubid =
+ * HW_LOCK_SUBID): the training lock, held (session-level) by the worker
+ * training model X; the launch lock, held (transaction-level) by a backend
+ * starting one, or dropping the model.  The launch lock with database 0 and
+ * objid 0 serialises every launch of the server (the worker caps,
+ * train_limits.c).
+ *
+ * objsubid 3 because SQL cannot build it: pg_advisory_lock(bigint) and its
+ * siblings use objsubid 1, pg_advisory_lock(int, int) objsubid 2
+ * (SET_LOCKTAG_INT64 / SET_LOCKTAG_INT32, utils/adt/lockfuncs.c).  With 2,
+ * any role could hold pg_advisory_lock(26744, <model id>) and block or
+ * refuse every training of a model it has no rights on. */
 #define HW_TRAIN_LOCK_CLASS  0x6877   /* 'hw' */
 #define HW_LAUNCH_LOCK_CLASS 0x6878
+#define HW_LOCK_SUBID        3
+#define HW_SET_LOCKTAG(tag, dboid, class, id) \
+	SET_LOCKTAG_ADVISORY(tag, dboid, class, (uint32) (id), HW_LOCK_SUBID)
 
 typedef enum HwJobPhase
 {
@@ -48,6 +62,7 @@ typedef struct HwJobShared
 	Oid         roleoid;
 	int32       steps_target;
 	bool        wait;                         /* a caller relays progress */
+	int32       debug_rank_stall_ms;          /* headwater.debug_rank_stall_ms of the caller */
 	char        request[HW_JOB_REQUEST_MAX];  /* jsonb text: tasks, preset, device, options */
 
 	pg_atomic_uint32 cancel_requested;
@@ -96,7 +111,6 @@ typedef struct HwTrainSettings
 	int32       grad_accum;         /* micro-batches per rank and step (1) */
 	int32       check_every;        /* steps between parameter checksum comparisons (100) */
 	double      rank_timeout;       /* seconds a collective waits for every rank (600) */
-	int32       debug_rank_stall_ms;   /* tests: the last rank sleeps this long each step (0) */
 	HwModelConfig   mcfg;           /* preset + overrides, validated */
 	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
 } HwTrainSettings;
@@ -129,6 +143,19 @@ void   hw_train_settings_check_sampler(const HwTrainSettings *st);
 void   hw_train_settings_resume_sampler(HwTrainSettings *st, const struct HwCheckpointInfo *ck,
 										JsonbContainer *options);
 
+/* train_limits.c: the caps on training workers (GUCs in headwater.c).
+ * hw_train_launch_limits_lock takes the server's launch lock (transaction
+ * level; the caller keeps it until its worker runs or stops) and raises
+ * 53400 when the server or role already runs its maximum of training
+ * workers; hw_train_launch_limits_unlock releases it.  hw_train_require_idle takes the model's launch lock and raises
+ * 55006 when a job trains the model (rt_drop_model). */
+extern int hw_max_training_workers;
+extern int hw_max_training_workers_per_role;
+extern int hw_debug_rank_stall_ms;
+void   hw_train_launch_limits_lock(Oid role, const char *model_name);
+void   hw_train_launch_limits_unlock(void);
+void   hw_train_require_idle(int32 model_id, const char *model_name, const char *action);
+
 /* train_worker.c */
 PGDLLEXPORT void hw_train_worker_main(Datum main_arg);
 
@@ -141,6 +168,8 @@ const char *hw_train_loop_run(HwJobShared *job, StringInfo result);
 void hw_job_report_progress(HwJobShared *job, int32 step, double loss, double lr,
 							double grad_norm, double tokens_per_s, double eta_s);
 bool hw_job_should_stop(HwJobShared *job, bool *terminated);
+/* SIGTERM received: stop now, even in the middle of a step. */
+bool hw_job_terminated(void);
 /* Runs SQL with SPI in its own committed transaction, as the extension owner
  * (headwater's tables are not writable by the training role). */
 void hw_job_exec_committed(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls);

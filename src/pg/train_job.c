@@ -21,6 +21,9 @@
  * cannot insert the job row itself: with wait => true its transaction stays
  * open, so the row would be invisible to the worker until training ends.)
  *
+ * Launches of the whole server are also serialised, shortly, to count the
+ * training workers against their caps (train_limits.c).
+ *
  * Names in hints that suggest SQL are quoted with quote_literal_cstr; no
  * value is ever formatted into SQL text (SPI parameters only).
  */
@@ -80,7 +83,7 @@ model_lock_held(int32 model_id)
 	LOCKTAG     tag;
 	LockAcquireResult r;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, (uint32) model_id, 2);
+	HW_SET_LOCKTAG(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, model_id);
 	r = LockAcquire(&tag, ExclusiveLock, true, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 		return true;
@@ -474,7 +477,7 @@ rt_train(PG_FUNCTION_ARGS)
 	 * holds the training lock, released at once by an error. */
 	LOCKTAG     launch_tag;
 
-	SET_LOCKTAG_ADVISORY(launch_tag, MyDatabaseId, HW_LAUNCH_LOCK_CLASS, (uint32) model_id, 2);
+	HW_SET_LOCKTAG(launch_tag, MyDatabaseId, HW_LAUNCH_LOCK_CLASS, model_id);
 	(void) LockAcquire(&launch_tag, ExclusiveLock, false, false);
 
 	if (model_lock_held(model_id))
@@ -556,6 +559,10 @@ rt_train(PG_FUNCTION_ARGS)
 				 errmsg("rt_train request is too long (%d bytes, at most %d)", req.len, HW_JOB_REQUEST_MAX - 1),
 				 errhint("Pass fewer tasks or shorter options.")));
 
+	/* the worker caps, counted under the server's launch lock, kept until
+	 * our worker is counted (train_limits.c) */
+	hw_train_launch_limits_lock(caller, model_name);
+
 	dsm_segment *seg = dsm_create(sizeof(HwJobShared), 0);
 	HwJobShared *job = dsm_segment_address(seg);
 	memset(job, 0, sizeof(HwJobShared));
@@ -565,6 +572,8 @@ rt_train(PG_FUNCTION_ARGS)
 	job->roleoid = caller;
 	job->steps_target = steps;
 	job->wait = wait;
+	/* a test hook for superusers only (PGC_SUSET), never an rt_train option */
+	job->debug_rank_stall_ms = hw_debug_rank_stall_ms;
 	strlcpy(job->request, req.data, sizeof(job->request));
 	pg_atomic_init_u32(&job->cancel_requested, 0);
 	SpinLockInit(&job->mutex);
@@ -613,6 +622,7 @@ rt_train(PG_FUNCTION_ARGS)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	hw_train_launch_limits_unlock();
 	LockRelease(&launch_tag, ExclusiveLock, false);
 
 	Jsonb *result;

@@ -623,8 +623,8 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 	for (int k = 0; k < W; k++)
 		if ((r->dp[k] = hw_dp_rank_create(r->rmodel[k], r->coll, k, A, &err)) == NULL)
 			hw_pg_raise_core_error(&err, psprintf("starting rank %d", k));
-	if (W > 1 && st->s.debug_rank_stall_ms > 0)
-		hw_dp_rank_set_stall(r->dp[W - 1], st->s.debug_rank_stall_ms);
+	if (W > 1 && job->debug_rank_stall_ms > 0)
+		hw_dp_rank_set_stall(r->dp[W - 1], job->debug_rank_stall_ms);
 	for (int v = 0; v < V; v++)
 	{
 		if ((r->vsampler[v] = hw_sampler_clone_rank(sampler, v, V, &err)) == NULL)
@@ -652,12 +652,17 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 }
 
 /* One data-parallel step: the V micro-batches from the queues, the ranks
- * run it while this thread serves interrupts; *res is rank 0's result. */
+ * run it while this thread serves interrupts; *res is rank 0's result.
+ * SIGTERM aborts the step (a rank waiting for a late one could wait
+ * rank_timeout, up to a day): the ranks are stopped and joined, and
+ * *terminated tells the loop to end the job at once. */
 static int
-dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *res, uint64 *checksum, HwError *err)
+dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *res, uint64 *checksum,
+		bool *terminated, HwError *err)
 {
 	int rc = HW_OK;
 
+	*terminated = false;
 	for (int v = 0; v < r->nvirt; v++)
 		if (hw_prefetch_next(r->vpf[v], &r->inflight[v], NULL, NULL, err) != HW_OK)
 			hw_pg_raise_core_error(err, psprintf("sampling a training batch of rank %d", v));
@@ -667,13 +672,22 @@ dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *r
 	if (hw_dp_threads_post(r->threads, r->inflight, check, err) != HW_OK)
 		hw_pg_raise_core_error(err, "starting a data-parallel step");
 	while (!hw_dp_threads_wait(r->threads, 0.1, res, &rc, checksum, err))
+	{
 		CHECK_FOR_INTERRUPTS();
+		if (hw_job_terminated())
+		{
+			hw_dp_threads_stop(r->threads, "the training worker was terminated");
+			r->threads = NULL;
+			*terminated = true;
+			break;
+		}
+	}
 	for (int v = 0; v < r->nvirt; v++)
 	{
 		hw_batch_free(r->inflight[v]);
 		r->inflight[v] = NULL;
 	}
-	return rc;
+	return *terminated ? HW_OK : rc;
 }
 
 static const char *
@@ -885,7 +899,12 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			bool check = step == job->start_step || (step + 1) % st.s.check_every == 0 ||
 				step + 1 == job->steps_target;
 
-			rc = dp_step(tr, mcw, check, &res, &checksum, &err);
+			rc = dp_step(tr, mcw, check, &res, &checksum, &terminated, &err);
+			if (terminated)
+			{
+				final_state = "cancelled";
+				break;
+			}
 			checked |= check && rc == HW_OK;
 		}
 		position++;

@@ -111,8 +111,6 @@ static const OptSpec opt_specs[] = {
 	{"check_every", OPT_INT, 1, I32MAX, false, "steps between comparisons of the ranks' parameter checksums"},
 	{"rank_timeout", OPT_NUM, 0, 86400, true,
 	 "seconds a rank waits for the others at a gradient exchange before the job fails"},
-	{"debug_rank_stall_ms", OPT_INT, 0, 60000, false,
-	 "for tests: the last rank sleeps this long at the start of every step (a late rank for rank_timeout)"},
 	{"hosts", OPT_HOSTS, 1, HW_TRAIN_MAX_RANKS, false,
 	 "the PostgreSQL servers to train on, this one first (training across hosts: docs/distributed.md)"},
 	{NULL}
@@ -472,8 +470,6 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				st->check_every = (int32) x;
 			else if (strcmp(key, "rank_timeout") == 0)
 				st->rank_timeout = x;
-			else if (strcmp(key, "debug_rank_stall_ms") == 0)
-				st->debug_rank_stall_ms = (int32) x;
 			else if (strcmp(key, "hosts") == 0 && x > 1)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

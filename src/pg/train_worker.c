@@ -6,9 +6,10 @@
  * model; the caller serialises launches, train_job.c), records the job in
  * headwater.job, runs hw_train_loop_run(), and
  * records the outcome: succeeded / cancelled (after a checkpoint) / failed
- * (with the error message).  SIGTERM (pg_terminate_backend, shutdown) stops
- * the loop at the next step boundary and marks the job failed; the last
- * checkpoint stays intact.
+ * (with the error message).  A query cancel (pg_cancel_backend) is an
+ * rt_cancel.  SIGTERM (pg_terminate_backend, shutdown) stops the loop at
+ * once (a running data-parallel step is aborted, train_loop.c) and marks the
+ * job failed; the last checkpoint stays intact.
  *
  * A worker gets no client messages, so its statement clock (now()) would
  * stay at its start: every transaction it runs starts through
@@ -37,6 +38,7 @@
 #include "hw_train.h"
 
 static volatile sig_atomic_t got_sigterm = false;
+static volatile sig_atomic_t got_sigint = false;
 
 static void
 hw_worker_sigterm(SIGNAL_ARGS)
@@ -44,6 +46,20 @@ hw_worker_sigterm(SIGNAL_ARGS)
 	int save_errno = errno;
 
 	got_sigterm = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/* A query cancel (pg_cancel_backend) of the worker is an rt_cancel: the
+ * job stops at the next step boundary with a checkpoint, state cancelled.
+ * PostgreSQL's own handler would raise an error in the middle of a step and
+ * fail the job, losing the steps since the last checkpoint. */
+static void
+hw_worker_sigint(SIGNAL_ARGS)
+{
+	int save_errno = errno;
+
+	got_sigint = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
 }
@@ -91,7 +107,15 @@ bool
 hw_job_should_stop(HwJobShared *job, bool *terminated)
 {
 	*terminated = got_sigterm;
+	if (got_sigint)
+		pg_atomic_write_u32(&job->cancel_requested, 1);
 	return got_sigterm || pg_atomic_read_u32(&job->cancel_requested) != 0;
+}
+
+bool
+hw_job_terminated(void)
+{
+	return got_sigterm;
 }
 
 static void
@@ -133,6 +157,8 @@ hw_train_worker_main(Datum main_arg)
 	bool        locked;
 
 	pqsignal(SIGTERM, hw_worker_sigterm);
+	/* in place of the cancel handler PostgreSQL gives connected workers */
+	pqsignal(SIGINT, hw_worker_sigint);
 	BackgroundWorkerUnblockSignals();
 
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "headwater training worker");
@@ -150,7 +176,7 @@ hw_train_worker_main(Datum main_arg)
 	/* One training job per model: a session-level advisory lock, taken
 	 * before the job row says "running" (the caller, holding the model's
 	 * launch lock, waits for this phase change; train_job.c). */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, (uint32) job->model_id, 2);
+	HW_SET_LOCKTAG(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, job->model_id);
 	locked = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
 
 	/* Record the job (as the extension owner: PUBLIC cannot write it). */
