@@ -148,7 +148,7 @@ SELECT * FROM pg_temp.err($$ SELECT rt_predict('v24', 5, NULL, context => '[{"ob
 CREATE ROLE t24_reader;
 SELECT rt_grant_predict('m24', 't24_reader');
 SET ROLE t24_reader;
-SELECT code, message FROM pg_temp.err($$ SELECT rt_debug_predict_batch('v24', 5, '2022-03-02') $$);
+SELECT code, message FROM pg_temp.err($$ SELECT rt_debug_predict_batch('m24.v24', 5, '2022-03-02') $$);
 RESET ROLE;
 SELECT rt_revoke_predict('m24', 't24_reader');
 DROP ROLE t24_reader;

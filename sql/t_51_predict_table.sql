@@ -93,12 +93,12 @@ SELECT rt_grant_predict('m51', 't51_reader') IS NOT NULL AS granted;
 GRANT USAGE ON SCHEMA t51shop TO t51_reader;
 GRANT SELECT ON t51shop.orders, t51_ids TO t51_reader;
 SET ROLE t51_reader;
-SELECT * FROM pg_temp.err($$SELECT rt_predict_into('status51', 'SELECT order_id FROM t51_ids', 't51_preds')$$);
+SELECT * FROM pg_temp.err($$SELECT rt_predict_into('m51.status51', 'SELECT order_id FROM t51_ids', 't51_preds')$$);
 RESET ROLE;
 GRANT INSERT ON t51_preds TO t51_reader;
 SET ROLE t51_reader;
-SELECT rt_predict_into('status51', 'SELECT order_id FROM t51_ids ORDER BY order_id LIMIT 5', 't51_preds');
-SELECT * FROM pg_temp.err($$SELECT rt_predict_into('status51', 'SELECT order_id FROM t51shop.order_items', 't51_preds')$$);
+SELECT rt_predict_into('m51.status51', 'SELECT order_id FROM t51_ids ORDER BY order_id LIMIT 5', 't51_preds');
+SELECT * FROM pg_temp.err($$SELECT rt_predict_into('m51.status51', 'SELECT order_id FROM t51shop.order_items', 't51_preds')$$);
 RESET ROLE;
 SELECT count(*) AS rows FROM t51_preds;
 

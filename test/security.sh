@@ -70,7 +70,7 @@ INSERT INTO maldata.person SELECT g, 20 + g % 50, (g % 7)::float8 FROM generate_
 INSERT INTO maldata.visit SELECT g, 1 + g % 60, g % 5 FROM generate_series(1, 240) g;" >/dev/null
 hijack="SET search_path = mal, pg_catalog;"
 for call in "SELECT * FROM public.rt_status()" "SELECT * FROM public.rt_status('shop')" "SELECT * FROM public.rt_tasks('shop')" \
-            "SELECT public.rt_predict('order_status', 1)" "SELECT public.rt_cancel('shop')" "SELECT public.rt_wait(1)" \
+            "SELECT public.rt_predict('shop.order_status', 1)" "SELECT public.rt_cancel('shop')" "SELECT public.rt_wait(1)" \
             "SELECT * FROM public.rt_describe('shop')" "SELECT public.rt_grant_predict('shop', 'hw_mallory')"; do
 	as hw_mallory "$hijack $call" >/dev/null
 done
@@ -139,11 +139,11 @@ refused "nor cancel its jobs" hw_reader "SELECT rt_cancel('shop')" '"shop"'
 refused "nor drop it" hw_reader "SELECT rt_drop_model('shop')"
 refused "nor refresh it" hw_reader "SELECT rt_refresh('shop')"
 refused "nor add a task" hw_reader "SELECT rt_create_task('shop', 'x', anchor_table => 'orders', target_column => 'total')"
-refused "nor read its weights" hw_reader "SELECT count(*) FROM rt_model_params('order_status')"
-refused "nor run its tape" hw_reader "SELECT rt_debug_tape('order_status')"
-refused "nor predict without a grant" hw_reader "SELECT rt_predict('order_status', 1)" 'rt_grant_predict'
-refused "nor evaluate without a grant" hw_reader "SELECT * FROM rt_evaluate('order_status')"
-refused "nor predict in batch without a grant" hw_reader "SELECT * FROM rt_predict_batch('order_status', ARRAY[1, 2])"
+refused "nor read its weights" hw_reader "SELECT count(*) FROM rt_model_params('shop.order_status')"
+refused "nor run its tape" hw_reader "SELECT rt_debug_tape('shop.order_status')"
+refused "nor predict without a grant" hw_reader "SELECT rt_predict('shop.order_status', 1)" 'rt_grant_predict'
+refused "nor evaluate without a grant" hw_reader "SELECT * FROM rt_evaluate('shop.order_status')"
+refused "nor predict in batch without a grant" hw_reader "SELECT * FROM rt_predict_batch('shop.order_status', ARRAY[1, 2])"
 refused "nor grant itself prediction" hw_reader "SELECT rt_grant_predict('shop', 'hw_reader')"
 out=$(as hw_reader "SELECT count(*) FROM rt_status(); SELECT count(*) FROM rt_training; SELECT count(*) FROM rt_status('shop')")
 expect "another role's jobs are invisible in rt_status and rt_training (and the view is readable)" \
@@ -154,18 +154,18 @@ job=$(q "SELECT max(job_id) FROM headwater.job j JOIN headwater.model m USING (m
 refused "rt_wait on another role's job is refused" hw_reader "SELECT rt_wait($job)"
 allowed "the owner grants prediction" hw_owner "SELECT rt_grant_predict('shop', 'hw_group')"
 q "GRANT hw_group TO hw_reader" >/dev/null
-allowed "a member of a granted role predicts" hw_reader "SELECT rt_predict('order_status', 1)"
-allowed "and evaluates" hw_reader "SELECT * FROM rt_evaluate('order_status')"
-refused "a grant does not give the weights" hw_reader "SELECT count(*) FROM rt_model_params('order_status')"
+allowed "a member of a granted role predicts" hw_reader "SELECT rt_predict('shop.order_status', 1)"
+allowed "and evaluates" hw_reader "SELECT * FROM rt_evaluate('shop.order_status')"
+refused "a grant does not give the weights" hw_reader "SELECT count(*) FROM rt_model_params('shop.order_status')"
 q "REVOKE SELECT ON shop.orders FROM hw_reader" >/dev/null
-refused "prediction needs SELECT on the anchor table" hw_reader "SELECT rt_predict('order_status', 1)" 'shop.orders'
+refused "prediction needs SELECT on the anchor table" hw_reader "SELECT rt_predict('shop.order_status', 1)" 'shop.orders'
 q "GRANT SELECT ON shop.orders TO hw_reader" >/dev/null
 out=$(as hw_owner "SELECT role FROM rt_grants('shop')")
 expect "rt_grants lists the grant" $([ "$out" = hw_group ] && echo 1 || echo 0) "$out"
 allowed "the owner revokes it" hw_owner "SELECT rt_revoke_predict('shop', 'hw_group')"
-refused "after the revoke, prediction is refused again" hw_reader "SELECT rt_predict('order_status', 1)"
+refused "after the revoke, prediction is refused again" hw_reader "SELECT rt_predict('shop.order_status', 1)"
 allowed "a grant to public lets every role predict" hw_owner "SELECT rt_grant_predict('shop', 'public')"
-allowed "(every role)" hw_reader "SELECT rt_predict('order_status', 2)"
+allowed "(every role)" hw_reader "SELECT rt_predict('shop.order_status', 2)"
 as hw_owner "SELECT rt_revoke_predict('shop', 'public')" >/dev/null
 
 # --------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 CREATE TABLE headwater.task (
 	task_id         serial PRIMARY KEY,
 	model_id        int NOT NULL REFERENCES headwater.model ON DELETE CASCADE,
-	name            text NOT NULL UNIQUE,          -- unique across models: rt_predict(task, ...)
+	name            text NOT NULL CHECK (strpos(name, '.') = 0),  -- serving names it 'model.task' (task_ref.c)
 	kind            text NOT NULL CHECK (kind IN ('cell', 'query')),
 	anchor_table    text NOT NULL,
 	target_column   text NOT NULL,                 -- cell: the table's column; query: the result column
@@ -39,8 +39,11 @@ CREATE TABLE headwater.task (
 	-- how the seeds were split: 'hash' (split_seed, split_ratios), 'column'
 	-- (the query's split column) or 'time' (options val_from / test_from);
 	-- column and time splits are stored with the seeds (task_seed.data)
-	split_method    text NOT NULL DEFAULT 'hash' CHECK (split_method IN ('hash', 'column', 'time'))
+	split_method    text NOT NULL DEFAULT 'hash' CHECK (split_method IN ('hash', 'column', 'time')),
+	-- a task belongs to its model: another model may use the same name
+	UNIQUE (model_id, name)
 );
+CREATE INDEX task_name_idx ON headwater.task (name);
 CREATE INDEX task_model_idx ON headwater.task (model_id, task_id);
 
 -- Seeds of query tasks, packed (hw_task_seeds_serialize: 29 bytes a seed, 30

@@ -1,5 +1,8 @@
 -- ---------------------------------------------------------------------------
 -- Prediction and evaluation (owner: src/pg/predict.c, evaluate.c, serving.c)
+-- A task is named 'model.task' (split at the last dot), or by its bare name
+-- when one of the caller's own models has it (src/pg/task_ref.c): another
+-- role's task is always named with its model.
 -- A row is named by its primary key: the value for a one-column key, ROW(...)
 -- or an array for a composite key (columns in primary key order).
 -- obs_time: what the model may see (default now).

@@ -22,9 +22,11 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 
 #include "hw_pg.h"
 
@@ -65,10 +67,16 @@ model_row(int32 model_id, ModelRow *m, MemoryContext cxt)
 	}
 }
 
+bool
+hw_role_may_own(Oid owner)
+{
+	return superuser() || has_privs_of_role(GetUserId(), owner);
+}
+
 static bool
 may_own(const ModelRow *m)
 {
-	return superuser() || has_privs_of_role(GetUserId(), m->owner);
+	return hw_role_may_own(m->owner);
 }
 
 /* a grant to PUBLIC, to the caller, or to a role whose privileges the caller has */
@@ -148,6 +156,16 @@ hw_model_require(int32 model_id, HwModelRight right, const char *action)
 			 errhint("Ask the owner, or a superuser, to do it (or GRANT the owner's role to you).")));
 }
 
+/* The anchor table found by the latest hw_task_require_predict: serving
+ * asks, right after that check, whether row-level security applies to it
+ * (hw_task_anchor_rls) without reading headwater.task again. */
+static struct
+{
+	LocalTransactionId lxid;
+	int32   task_id;
+	Oid     relid;
+} last_anchor;
+
 void
 hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 {
@@ -184,6 +202,9 @@ hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 				 errmsg("anchor table %s of task \"%s\" does not exist",
 						quote_qualified_identifier(m.source_schema, anchor), task_name),
 				 errhint("The source schema changed: rt_refresh(%s) rebuilds the model.", quote_literal_cstr(m.name))));
+	last_anchor.lxid = MyProc->lxid;
+	last_anchor.task_id = task_id;
+	last_anchor.relid = rel;
 	if (pg_class_aclcheck(rel, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -193,6 +214,60 @@ hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 				 errhint("Predictions read the anchor row: GRANT SELECT ON %s TO %s.",
 						 quote_qualified_identifier(m.source_schema, anchor),
 						 quote_identifier(GetUserNameFromId(GetUserId(), false)))));
+}
+
+/* The anchor table of a task, read as the owner (InvalidOid when it is gone). */
+static Oid
+anchor_relid(int32 task_id)
+{
+	HwAsOwner as;
+	char   *schema = NULL, *table = NULL;
+	Oid     nsp;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	hw_become_owner(&as);
+	if (SPI_execute_with_args("SELECT m.source_schema, t.anchor_table FROM headwater.task t "
+							  "JOIN headwater.model m USING (model_id) WHERE t.task_id = $1",
+							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(task_id)},
+							  NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.task");
+	hw_restore_user(&as);
+	if (SPI_processed == 1)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(cxt);
+
+		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		table = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		MemoryContextSwitchTo(spi);
+	}
+	SPI_finish();
+	if (schema == NULL || table == NULL)
+		return InvalidOid;
+	nsp = get_namespace_oid(schema, true);
+	return OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
+}
+
+Oid
+hw_task_anchor_rls(int32 task_id)
+{
+	Oid     rel;
+
+	/* superusers and BYPASSRLS roles see every row: no lookup at all */
+	if (superuser() || has_bypassrls_privilege(GetUserId()))
+		return InvalidOid;
+	if (last_anchor.lxid == MyProc->lxid && last_anchor.task_id == task_id && OidIsValid(last_anchor.relid))
+		rel = last_anchor.relid;
+	else
+		rel = anchor_relid(task_id);
+	if (!OidIsValid(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the anchor table of task %d does not exist", task_id),
+				 errhint("The source schema changed: rt_refresh(model) rebuilds the model.")));
+	/* as the caller; ERROR (42501) when row_security is off and a policy applies */
+	return check_enable_rls(rel, InvalidOid, false) == RLS_ENABLED ? rel : InvalidOid;
 }
 
 void

@@ -8,6 +8,8 @@
  *   timestamp    MAE in days (baseline: train mean time)
  * plus null_accuracy when the split has NULL targets.  Rows whose target is
  * NULL are left out of the type metrics (their loss is the null head's).
+ * A caller that row-level security restricts on the task's anchor table is
+ * refused (42501): the metrics summarise rows it may not see.
  */
 #include "postgres.h"
 
@@ -64,6 +66,19 @@ rt_evaluate(PG_FUNCTION_ARGS)
 
 	HwServing *s = hw_serving_get(task_ref, checkpoint, hw_weights_arg(fcinfo, 3, task_ref), &t);
 	const HwTask *task = s->tasks[t];
+
+	/* the metrics aggregate over every row of the split, hidden ones too:
+	 * a role that row-level security restricts on the anchor table may not
+	 * read them */
+	if (OidIsValid(hw_task_anchor_rls(task->task_id)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not evaluate task \"%s\": row-level security restricts the rows "
+						"of its anchor table \"%s\"", GetUserNameFromId(GetUserId(), false), task_ref,
+						s->snap->tables[task->anchor_table].name),
+				 errdetail("Metrics are computed over every row of the split, including rows the role cannot see."),
+				 errhint("The model's owner (or a role that row-level security does not restrict) runs rt_evaluate; "
+						 "rt_predict_table predicts the rows you can see.")));
 	uint32  n;
 	const uint32_t *idx = hw_sampler_shard(s->sampler, t, split, &n);
 	if (n == 0)

@@ -72,4 +72,16 @@ void hw_job_require_visible(int64 job_id);
 /* PREDICT on the task's model plus SELECT on its anchor table (42501). */
 void hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name);
 
+/* Whether the current user may own what `owner` owns: a member of it (with
+ * its privileges) or a superuser. */
+bool hw_role_may_own(Oid owner);
+
+/* The task's anchor table when row-level security is in force on it for the
+ * current user (check_enable_rls: RLS_ENABLED), else InvalidOid; then the
+ * caller may read every row it has SELECT on.  Right after
+ * hw_task_require_predict for the same task (hw_serving_get) it reads no
+ * table; superusers and BYPASSRLS roles cost nothing.  ERROR 42P01 when the
+ * anchor table is gone. */
+Oid hw_task_anchor_rls(int32 task_id);
+
 #endif

@@ -2,7 +2,10 @@
  * hw_pg_task.h: PG-side access to tasks (owner: src/pg/task.c).
  *
  * Tasks live in headwater.task / headwater.task_seed (sql/parts/20_tasks.sql).
- * Task names are unique across models, so rt_predict(task, ...) needs no model.
+ * Task names are unique within their model (they may not contain '.').
+ * Where no model is given (rt_predict and the other serving entry points) a
+ * task is named 'model.task', or by its short name among the caller's own
+ * models: hw_pg_task_lookup (task_ref.c).
  * "Model order" of tasks = ascending task_id: it fixes the virtual column
  * and category ids (task.h, hw_task_layout), so the trainer and rt_predict
  * must load tasks with hw_pg_tasks_load_all (all of the model's tasks, in
@@ -52,9 +55,18 @@ HwTask **hw_pg_tasks_load_usable(int32 model_id, const HwSnapshot *snap, int *nt
 								 HwPgUnusableTask **unusable, int *nunusable);
 void     hw_pg_unusable_free(HwPgUnusableTask *u, int n);
 
-/* Looks a task up by name alone: its model id and task id; false when
- * missing and missing_ok, else ERROR 42704. */
-bool hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, int32 *task_id);
+/* The one resolver of a task reference given without a model (task_ref.c):
+ * 'model.task' (split at the last dot; ERROR 42501 unless the caller may at
+ * least predict with the model, before its task is looked up) or a short
+ * 'task' among the models the caller may own (superusers: all; ERROR 42725
+ * naming the candidates when several).  Its model id and task id; false
+ * when missing and missing_ok, else ERROR 42704 that says nothing of other
+ * roles' tasks.  The caller still checks the right it needs
+ * (hw_task_require_predict, hw_model_require). */
+bool hw_pg_task_lookup(const char *task_ref, bool missing_ok, int32 *model_id, int32 *task_id);
+
+/* The id of the task `name` of model model_id, or -1 (no access check). */
+int32 hw_pg_task_id_in_model(int32 model_id, const char *name);
 
 /* Stores a sampled batch for inspection (batch_sql.c; rt_batch_tensor,
  * rt_batch_sequence read it back): see there. */

@@ -34,6 +34,12 @@ void hw_predict_context_arg(Jsonb *ctx, const HwTask *task, const char *task_ref
 int hw_predict_build(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n,
 					 const HwContextLabel *ctx, uint32_t nctx, HwBatch **out, HwError *err);
 
+/* predict_rls.c: visible[i] = whether the calling role can see the row of
+ * relid (the anchor table, row-level security in force) whose key is
+ * keys[i] (canonical key text, hw_hash_key_text's input), for i < n; one
+ * query run as the caller for all n. */
+void hw_predict_keys_visible(Oid relid, const HwServingKey *pk, char *const *keys, int n, bool *visible);
+
 /* predict.c: rt_predict's reading of its row_id and obs_time arguments. */
 uint32  hw_predict_anchor_row(HwServing *s, int t, const char *task, Datum key, Oid keytype);
 int64_t hw_predict_obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task);

@@ -289,20 +289,49 @@ require_anchor_key(HwServing *s, int t)
 				 errhint("Add a primary key to the table and run rt_refresh.")));
 }
 
-/* Global row of the anchor whose canonical key text is buf, or ERROR. */
-static uint32
-anchor_row_find(HwServing *s, int t, StringInfo buf, const char *display)
+/* The one error for a key that names no row the caller may predict: the
+ * same (SQLSTATE, message, hint) whether no row has the key or row-level
+ * security hides it from the caller, so that it tells nothing of hidden rows. */
+pg_attribute_noreturn() static void
+anchor_key_missing(const HwTable *tab, const char *display)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("no row of \"%s\" has key %s", tab->name, display),
+			 errhint("The model sees the data as of its last rt_create_model/rt_refresh; "
+					 "run rt_refresh(model) to include newer rows.")));
+}
+
+/* Global row of the anchor whose canonical key text is key, or -1. */
+static int64
+anchor_row_lookup(HwServing *s, int t, const char *key)
+{
+	return snapshot_find_row(s->snap, s->tasks[t]->anchor_table, hw_hash_key_text(key, strlen(key)));
+}
+
+/*
+ * The rows[n] looked up for keys[n] (canonical key texts; display[n] their
+ * readable forms) must each exist and, when row-level security is in force
+ * on the anchor table for the caller, be visible to it (predict_rls.c: one
+ * query as the caller for all n; none when RLS is not in force).  ERROR
+ * (anchor_key_missing) naming the first key in order that fails either way,
+ * so that the answer is the same whichever way a key fails.
+ */
+static void
+anchor_rows_require(HwServing *s, int t, char *const *keys, char *const *display, const int64 *rows, int n)
 {
 	const HwTable *tab = &s->snap->tables[s->tasks[t]->anchor_table];
-	int64 row = snapshot_find_row(s->snap, s->tasks[t]->anchor_table, hw_hash_key_text(buf->data, buf->len));
+	Oid     rls = hw_task_anchor_rls(s->tasks[t]->task_id);
+	bool   *visible = NULL;
 
-	if (row < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
-				 errmsg("no row of \"%s\" has key %s", tab->name, display),
-				 errhint("The model sees the data as of its last rt_create_model/rt_refresh; "
-						 "run rt_refresh(model) to include newer rows.")));
-	return (uint32) row;
+	if (OidIsValid(rls))
+	{
+		visible = palloc(sizeof(bool) * Max(1, n));
+		hw_predict_keys_visible(rls, &s->pk[s->tasks[t]->anchor_table], keys, n, visible);
+	}
+	for (int i = 0; i < n; i++)
+		if (rows[i] < 0 || (visible && !visible[i]))
+			anchor_key_missing(tab, display[i]);
 }
 
 /* Global row of the anchor named by key, or ERROR naming the table. */
@@ -311,11 +340,14 @@ anchor_row_of(HwServing *s, int t, const char *task, const char *what, Datum key
 {
 	StringInfoData buf;
 	char   *display;
+	int64   row;
 
 	require_anchor_key(s, t);
 	initStringInfo(&buf);
 	key_text(s, t, task, what, key, keytype, &buf, &display);
-	return anchor_row_find(s, t, &buf, display);
+	row = anchor_row_lookup(s, t, buf.data);
+	anchor_rows_require(s, t, &buf.data, &display, &row, 1);
+	return (uint32) row;
 }
 
 /* The task argument (0), not NULL. */
@@ -634,15 +666,28 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 
 	uint32_t *rows = palloc(sizeof(uint32_t) * Max(1, n));
 	int64_t  *obs = palloc(sizeof(int64_t) * Max(1, n));
+	int64    *found = palloc(sizeof(int64) * Max(1, n));
+	char    **keys = palloc(sizeof(char *) * Max(1, n));
+	char    **display = palloc(sizeof(char *) * Max(1, n));
+
+	require_anchor_key(s, t);
 	for (int i = 0; i < n; i++)
 	{
 		char what[48];
+		StringInfoData buf;
 
 		snprintf(what, sizeof(what), "row_ids element %d", i + 1);
-		rows[i] = anchor_row_of(s, t, task_ref, what, elems[i], elemtype);
+		initStringInfo(&buf);
+		key_text(s, t, task_ref, what, elems[i], elemtype, &buf, &display[i]);
+		keys[i] = buf.data;
+		found[i] = anchor_row_lookup(s, t, keys[i]);
 		obs[i] = obs_all;
 		CHECK_FOR_INTERRUPTS();
 	}
+	/* all keys at once: one visibility query under row-level security */
+	anchor_rows_require(s, t, keys, display, found, n);
+	for (int i = 0; i < n; i++)
+		rows[i] = (uint32) found[i];
 	Decoded *d = palloc0(sizeof(Decoded) * Max(1, n));
 	if (n > 0)
 		predict_rows(s, t, rows, obs, n, d, NULL, 0);
@@ -739,6 +784,8 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 		MemoryContext old;
 		PredChunk   c;
 		uint32_t   *rows;
+		int64      *found;       /* [n] snapshot rows of the keys, -1 when missing */
+		char      **keys;        /* [n] canonical key texts */
 		int64_t    *obs_us;
 
 		CHECK_FOR_INTERRUPTS();
@@ -753,6 +800,8 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 		c.obs_null = palloc(sizeof(bool) * c.n);
 		c.d = palloc0(sizeof(Decoded) * c.n);
 		rows = palloc(sizeof(uint32_t) * c.n);
+		found = palloc(sizeof(int64) * c.n);
+		keys = palloc(sizeof(char *) * c.n);
 		obs_us = palloc(sizeof(int64_t) * c.n);
 		for (int i = 0; i < c.n; i++)
 		{
@@ -781,7 +830,8 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 			}
 			else
 				key_text_parts(s, t, task_ref, what, parts, types, nulls, nkey, &buf, &display);
-			rows[i] = anchor_row_find(s, t, &buf, display);
+			keys[i] = buf.data;
+			found[i] = anchor_row_lookup(s, t, buf.data);
 			c.row_id[i] = display;
 			c.obs_null[i] = true;
 			c.obs[i] = 0;
@@ -800,6 +850,11 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 			}
 		}
 		SPI_freetuptable(tt);
+		/* the query may name rows the caller cannot see (SELECT 5): the
+		 * chunk's keys go through the same check as rt_predict_batch's */
+		anchor_rows_require(s, t, keys, c.row_id, found, c.n);
+		for (int i = 0; i < c.n; i++)
+			rows[i] = (uint32) found[i];
 		predict_rows(s, t, rows, obs_us, c.n, c.d, NULL, 0);
 		fn(s, t, &c, arg);
 		MemoryContextSwitchTo(old);

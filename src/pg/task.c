@@ -1134,7 +1134,7 @@ rt_create_task(PG_FUNCTION_ARGS)
 	char *stype = text_arg(fcinfo, 5);
 	char *obscol = text_arg(fcinfo, 6);
 	Jsonb *options = PG_ARGISNULL(7) ? NULL : PG_GETARG_JSONB_P(7);
-	int32 model_id, other_model, other_task;
+	int32 model_id;
 	ModelInfo mi;
 	TaskOpts opts;
 	HwError err = {0};
@@ -1147,20 +1147,27 @@ rt_create_task(PG_FUNCTION_ARGS)
 	if (tname[0] == 0 || strlen(tname) > 200)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_NAME),
 						errmsg("task name must have 1 to 200 characters")));
+	/* 'model.task' names a task where no model is given (task_ref.c) */
+	if (strchr(tname, '.') != NULL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("task name \"%s\" contains '.'", tname),
+						errhint("A task is addressed as 'model.task'; pick a name without a dot, e.g. %s.",
+								quote_literal_cstr(psprintf("%.*s", (int) strcspn(tname, "."), tname)))));
 	model_id = hw_pg_model_id(model, false);
-	if (hw_pg_task_lookup(tname, true, &other_model, &other_task))
-		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
-						errmsg("task \"%s\" already exists", tname),
-						other_model == model_id ?
-						errhint("Drop it first with rt_drop_task(%s, %s), or pick another name.", quote_literal_cstr(model), quote_literal_cstr(tname)) :
-						errhint("Task names are unique across models (rt_predict takes a task name); pick another name.")));
 	parse_options(options, tname, &opts);
-	/* the access check first, then the (possibly large) snapshot */
+	/* the access check first (a role without it learns nothing of the
+	 * model's tasks), then the (possibly large) snapshot */
 	MemoryContext fncxt = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	model_info(model_id, model, &mi);
+	/* names are unique within the model; other models may use the same */
+	if (hw_pg_task_id_in_model(model_id, tname) >= 0)
+		ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT),
+						errmsg("task \"%s\" already exists", tname),
+						errhint("Drop it first with rt_drop_task(%s, %s), or pick another name.",
+								quote_literal_cstr(model), quote_literal_cstr(tname))));
 	/* keep the strings past SPI_finish, which frees SPI's memory */
 	mi.name = MemoryContextStrdup(fncxt, mi.name);
 	mi.source_schema = MemoryContextStrdup(fncxt, mi.source_schema);
@@ -1478,36 +1485,6 @@ rt_tasks(PG_FUNCTION_ARGS)
 }
 
 /* ------------------------------------------------------------------ loaders */
-
-bool
-hw_pg_task_lookup(const char *task_name, bool missing_ok, int32 *model_id, int32 *task_id)
-{
-	HwAsOwner as;
-	bool found = false, isnull;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT model_id, task_id FROM headwater.task WHERE name = $1",
-							  1, (Oid[]) {TEXTOID}, (Datum[]) {CStringGetTextDatum(task_name)},
-							  NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read headwater.task");
-	hw_restore_user(&as);
-	if (SPI_processed == 1)
-	{
-		found = true;
-		if (model_id)
-			*model_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		if (task_id)
-			*task_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	SPI_finish();
-	if (!found && !missing_ok)
-		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-						errmsg("task \"%s\" does not exist", task_name),
-						errhint("Create it with rt_create_task(model, %s, ...).", quote_literal_cstr(task_name))));
-	return found;
-}
 
 typedef struct TaskList
 {
