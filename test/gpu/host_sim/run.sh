@@ -23,7 +23,7 @@ sim="$root/test/gpu/host_sim"
 out=$(mktemp -d /tmp/hw_host_sim.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
-inc=(-I"$root/src/core" -I"$root/src/backend")
+inc=(-I"$root/src/core")
 
 objs=()
 for c in attention batch hw_common synth_batch tensor; do
