@@ -2,7 +2,7 @@
 # test/gpu/host_sim/run.sh: runs the device code of cuda/*.cu on the HOST
 # (sim.h: blocks in turn, CUDA threads as std::threads, barriers for
 # __syncthreads and warp shuffles) against the CPU implementations:
-#   1. cuda/attention.cu (plan, forward, backward) vs src/core/attention.c's
+#   1. cuda/attention.cu (plan, forward, backward) vs src/core/attention_reference.c's
 #      dense reference (kernels extracted between HW_SIM_BEGIN/END);
 #   2. cuda/util.cu, norm.cu, activations.cu, encoder.cu, loss.cu, optim.cu
 #      (launches rewritten by launch2sim.py; CUB's sort replaced by a stable
@@ -26,7 +26,7 @@ CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused
 inc=(-I"$root/src/core")
 
 objs=()
-for c in attention batch hw_common synth_batch tensor; do
+for c in attention_plan attention_kernels attention_reference batch hw_common synth_batch tensor; do
 	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/core/$c.c" -o "$out/$c.o"
 	objs+=("$out/$c.o")
 done
