@@ -6,7 +6,7 @@
  *   SwiGLU: h = silu(gu[:, :F]) * gu[:, F:]
  *
  * Elementwise, one thread per element (grid-stride), fp32; formulas as in
- * src/backend/backend_cpu.c.
+ * src/backend/backend_cpu_pointwise.c.
  */
 #include "hw_cuda.h"
 

@@ -1,5 +1,5 @@
 /*
- * backend_cuda.cu: the CUDA backend: fills the table of src/backend/backend.h.
+ * backend_cuda.cu: the CUDA backend: fills the table of src/core/backend.h.
  *
  * One backend = one GPU, one compute stream, one cuBLAS handle, a caching
  * device allocator with cudaMemGetInfo checks (memory.cu), pinned staging

@@ -221,7 +221,7 @@ int hw_cuda_attn_backward(float *dq, float *dk, float *dv, float *scratch_delta,
 /* ------------------------------------------------------------------ kernels of backend.h
  * Launchers: asynchronous on `s`, return cudaGetLastError().  Shapes and
  * semantics are those of the same-named entries of backend.h and of the CPU
- * backend (src/backend/backend_cpu.c), which is their test oracle.
+ * backend (src/backend/backend_cpu*.c), which is their test oracle.
  * `part` arguments are device scratch for deterministic two-pass reductions
  * (fixed 256-row chunks summed in chunk order); sizes in the comments. */
 

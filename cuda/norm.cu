@@ -7,7 +7,7 @@
  * One warp per row for RMSNorm (lane-strided sums, then a fixed butterfly:
  * deterministic); the gain gradient is a two-pass chunked column sum (util.cu).
  * QK-norm: one thread per (token, head), dh <= 128 values in a loop.  The
- * formulas mirror src/backend/backend_cpu.c line by line.
+ * formulas mirror src/backend/backend_cpu_norm.c line by line.
  */
 #include "hw_cuda.h"
 

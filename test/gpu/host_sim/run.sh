@@ -2,11 +2,11 @@
 # test/gpu/host_sim/run.sh: runs the device code of cuda/*.cu on the HOST
 # (sim.h: blocks in turn, CUDA threads as std::threads, barriers for
 # __syncthreads and warp shuffles) against the CPU implementations:
-#   1. cuda/attention.cu (plan, forward, backward) vs src/core/attention.c's
+#   1. cuda/attention.cu (plan, forward, backward) vs src/core/attention_reference.c's
 #      dense reference (kernels extracted between HW_SIM_BEGIN/END);
 #   2. cuda/util.cu, norm.cu, activations.cu, encoder.cu, loss.cu, optim.cu
 #      (launches rewritten by launch2sim.py; CUB's sort replaced by a stable
-#      std::sort) vs src/backend/backend_cpu.c.
+#      std::sort) vs the CPU backend, src/backend/backend_cpu*.c.
 #   3. the whole library: every cuda/*.cu (runtime and cuBLAS shimmed: one
 #      simulated device whose memory is host memory, synchronous streams,
 #      cublasGemmEx done on the host with cuBLAS's column-major contract and
@@ -23,14 +23,19 @@ sim="$root/test/gpu/host_sim"
 out=$(mktemp -d /tmp/hw_host_sim.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
-inc=(-I"$root/src/core" -I"$root/src/backend")
+inc=(-I"$root/src/core")
 
 objs=()
-for c in attention batch hw_common synth_batch tensor; do
+for c in attention_plan attention_kernels attention_reference batch hw_common synth_batch tensor; do
 	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/core/$c.c" -o "$out/$c.o"
 	objs+=("$out/$c.o")
 done
-gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/backend/backend_cpu.c" -o "$out/backend_cpu.o"
+bobjs=()
+for c in "$root"/src/backend/*.c; do
+	b=$(basename "$c" .c)
+	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$c" -o "$out/$b.o"
+	bobjs+=("$out/$b.o")
+done
 
 parts=${*:-1 2 3}
 rc=0
@@ -50,7 +55,7 @@ for f in util norm activations encoder loss optim; do
 	kobjs+=("$out/k_$f.o")
 done
 $CXX -I"$sim/shim" -I"$sim" -I"$root/cuda" "${inc[@]}" "$sim/sim_kernels.cc" "${kobjs[@]}" \
-	"$out/backend_cpu.o" "${objs[@]}" -o "$out/sim_kernels" -lopenblas -lm
+	"${bobjs[@]}" "${objs[@]}" -o "$out/sim_kernels" -lopenblas -lm
 "$out/sim_kernels" || rc=1
 fi
 
@@ -71,7 +76,7 @@ for c in "$root"/src/core/*.c; do
 done
 gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -I"$root/cuda" -c "$root/test/gpu/test_cuda_backend.c" -o "$out/test_cuda_backend.o"
 $CXX -I"$sim/shim" -I"$sim" -c "$sim/sim_inject.cc" -o "$out/sim_inject.o"
-$CXX "$out/test_cuda_backend.o" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "$out/backend_cpu.o" \
+$CXX "$out/test_cuda_backend.o" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" \
 	-o "$out/test_cuda_backend_sim" -lopenblas -lm
 HW_GPU_TEST_QUICK=1 stdbuf -oL "$out/test_cuda_backend_sim" || rc=1
 fi

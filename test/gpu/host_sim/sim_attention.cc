@@ -1,6 +1,6 @@
 /*
  * sim_attention.cc: runs the device code of cuda/attention.cu on the host
- * (sim.h) and compares it with the CPU dense reference of src/core/attention.c.
+ * (sim.h) and compares it with the CPU dense reference of src/core/attention_reference.c.
  *
  *   test/gpu/host_sim/run.sh
  *

@@ -1,7 +1,7 @@
 /*
  * sim_kernels.cc: the kernels of cuda/util.cu, norm.cu, activations.cu,
  * encoder.cu, loss.cu and optim.cu, run on the host (sim.h; launches
- * rewritten by launch2sim.py), against the CPU backend (backend_cpu.c) on the
+ * rewritten by launch2sim.py), against the CPU backend (src/backend/backend_cpu*.c) on the
  * same inputs.  Host memory stands in for device memory.  Not a GPU test.
  * Tolerances as in test/gpu/test_cuda_backend.c (fp32, other summation
  * orders).

@@ -1,5 +1,9 @@
 /*
- * backend.h: the compute backend interface (CPU now, CUDA later).
+ * backend.h: the compute backend interface.
+ *
+ * The core (model, optimiser, tensors) calls a backend through this table; the
+ * implementations depend on it, never the other way round: src/backend/ (CPU:
+ * OpenBLAS + OpenMP) and cuda/ (CUDA) include this header from the core.
  *
  * A backend is a table of function pointers behind an opaque handle, designed
  * for a device with its own memory: every float / int pointer passed to a

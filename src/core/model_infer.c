@@ -1,0 +1,202 @@
+/*
+ * model_infer.c: the serving forward (hw_model_predict).
+ *
+ * The training forward (model_forward.c) with the same backend entries
+ * in the same order on the same buffers, minus what only training needs: no
+ * tape records, no loss, no per-op timing.  One shortcut that does not
+ * change a row's arithmetic: after the last attention sublayer's attention
+ * only the target cell's residual stream reaches the heads, so its output
+ * projection, gated residual and the last FFN run on the B target rows
+ * (gathered) instead of all B*S cells (~12% of the small preset's forward
+ * GEMM work).  Every row is computed by the same kernels whatever the other
+ * rows of the batch (the backend's GEMM blocks and row-wise entries), so a
+ * sequence's predictions are bit-identical alone or in any batch
+ * (test_model_infer.c checks it).
+ */
+#include "model_internal.h"
+
+#include <stdbool.h>
+
+/*
+ * C[nb*rows, N] (=, or += with beta 1) A @ W[N,K]^T (A rows of stride lda)
+ * as nb backend GEMM calls of `rows` rows each: one call per sequence
+ * (rows = S) or per row (rows = 1).  BLAS kernels give a row other bits by
+ * its position inside the call and by the call's shape (OpenBLAS's Haswell
+ * sgemm: rows 6-11 of every 12 are summed differently from rows 0-5, and a
+ * tail of rows differently again), so a row must always sit at the same
+ * place of a call of the same shape: then a sequence gets the same bits
+ * alone and in any batch, whatever the thread count (the backend splits a
+ * call by its shape only).
+ */
+static void
+gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W, float beta,
+			float *C, int ldc)
+{
+	if (m->be->ops->gemm_rows_batched)
+	{
+		m->be->ops->gemm_rows_batched(m->be, nb, rows, N, K, A, lda, W, beta, C, ldc);
+		return;
+	}
+	for (int b = 0; b < nb; b++)
+		m->be->ops->gemm(m->be, false, true, rows, N, K, 1.0f, A + (size_t) b * rows * lda, lda, W, K, beta,
+						 C + (size_t) b * rows * ldc, ldc);
+}
+
+/* projected tables [ncols|Uc|U, D], the encoder e [N,D] with its side
+ * features, and the first residual stream rms(e) */
+static void
+infer_encoder(HwModel *m)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	int                 D = m->D, Dt = m->Dt, N = m->N, B = m->B;
+	float              *x;
+
+	o->gemm(be, false, true, m->ncols, D, Dt, 1.0f, m->col_table, Dt, P(m->o_col_w), Dt, 0.0f, m->colproj, D);
+	o->add_bias(be, m->colproj, P(m->o_col_b), m->ncols, D);
+	if (m->Uc > 0)
+	{
+		gemm_blocks(m, m->Uc, 1, D, Dt, m->cat_rows, Dt, P(m->o_cat_w), 0.0f, m->catproj, D);
+		o->add_bias(be, m->catproj, P(m->o_cat_b), m->Uc, D);
+	}
+	if (m->U > 0)
+	{
+		gemm_blocks(m, m->U, 1, D, Dt, m->text_f32, Dt, P(m->o_text_w), 0.0f, m->textproj, D);
+		o->add_bias(be, m->textproj, P(m->o_text_b), m->U, D);
+	}
+	{
+		HwEncInputs in = { .stype = m->d_stype, .col = m->d_col, .is_null = m->d_is_null, .is_target = m->d_is_target,
+						   .num = m->d_num, .ts = m->d_ts, .boolv = m->d_bool, .cat_local = m->d_cat_local,
+						   .text_local = m->d_text_local };
+		HwEncWeights w = {
+			.colproj = m->colproj, .catproj = m->catproj, .textproj = m->textproj, .id_emb = P(m->o_id),
+			.null_emb = P(m->o_null), .mask_emb = P(m->o_mask), .num_w = P(m->o_num_w), .num_b = P(m->o_num_b),
+			.ts_w = P(m->o_ts_w), .ts_b = P(m->o_ts_b), .bool_emb = P(m->o_bool),
+		};
+
+		o->encoder_forward(be, m->e, &in, &w, N, D);
+	}
+	if (m->o_ts_rel >= 0)
+		gemm_blocks(m, B, m->S, D, HW_REL_TIME_DIM, m->d_trel, HW_REL_TIME_DIM, P(m->o_ts_rel), 1.0f, m->e, D);
+	if (m->o_link >= 0)
+		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
+	if (m->o_cnt >= 0)
+		gemm_blocks(m, B, m->S, D, HW_CNT_DIM, m->d_cnt, HW_CNT_DIM, P(m->o_cnt), 1.0f, m->e, D);
+	if (m->o_cramp >= 0)
+		gemm_blocks(m, B, m->S, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 1.0f, m->e, D);
+	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
+	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
+}
+
+/* attention sublayer s of layer l into xout [N,D]; the model's last one
+ * writes only the B target rows, into m->dkn [B,D] */
+static void
+infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->sa[l * m->A + s];
+	SubParams          *p = &m->sp[l * m->A + s];
+	int                 D = m->D, N = m->N, B = m->B;
+	bool                last = l == m->L - 1 && s == m->A - 1;
+
+	/* [q|k|v|gp] [N,4D] = rms(x) @ W4^T */
+	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	gemm_blocks(m, B, m->S, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
+	o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+	o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
+	if (!last)
+	{
+		gemm_blocks(m, B, m->S, D, D, a->att, D, P(p->wo), 0.0f, a->o, D);
+		o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
+		return;
+	}
+	/* target rows only from here: att, x_in, qkvg rows -> [B, *] */
+	{
+		float *att_t = m->datt, *xin_t = m->dqs, *o_t = m->dO, *g_t = m->dqkvg;
+
+		o->gather_rows(be, att_t, a->att, m->d_tidx, B, D);
+		o->gather_rows(be, xin_t, a->x_in, m->d_tidx, B, D);
+		o->gather_rows(be, g_t, a->qkvg, m->d_tidx, B, 4 * D);
+		gemm_blocks(m, B, 1, D, D, att_t, D, P(p->wo), 0.0f, o_t, D);
+		o->gate_residual_forward(be, m->dkn, xin_t, g_t + 3 * D, 4 * D, o_t, B, D);
+	}
+}
+
+/* feed-forward sublayer of layer l; the last layer's runs on the B target
+ * rows (m->dkn) and writes xt [B,D] */
+static void
+infer_ffn_sublayer(HwModel *m, int l)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->fa[l];
+	FfnParams          *p = &m->fp[l];
+	int                 D = m->D, F = m->F, N = m->N, B = m->B;
+	bool                last = l == m->L - 1;
+	int                 R = last ? B : N;                         /* rows: all cells, or the B targets */
+	const float        *xin = last ? m->dkn : a->x_in;          /* [R,D] */
+	float              *xout = last ? m->xt : l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
+
+	o->rmsnorm_forward(be, m->xn, a->rstd, xin, P(p->norm_g), R, D);
+	gemm_blocks(m, B, R / B, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
+	o->swiglu_forward(be, m->hbuf, a->qkvg, R, F);
+	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) R * D);
+	gemm_blocks(m, B, R / B, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
+}
+
+/* heads on the target positions xt [B,D] (L == 0: gathered from x_final):
+ * Z [B, HW_HEAD_Z(D)], the ordinal head Zo and the category logits [B,K] */
+static void
+infer_heads(HwModel *m)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	int                 D = m->D, Dt = m->Dt, B = m->B, HZ = HW_HEAD_Z(m->D);
+
+	if (m->L == 0)
+		o->gather_rows(be, m->xt, m->x_final, m->d_tidx, B, D);
+	o->rmsnorm_forward(be, m->hf, m->rstdf, m->xt, P(m->o_final_g), B, D);
+	if (m->K > 0)
+	{
+		o->gemm(be, false, true, m->K, D, Dt, 1.0f, m->catblock, Dt, P(m->o_cat_w), Dt, 0.0f, m->E, D);
+		o->add_bias(be, m->E, P(m->o_cat_b), m->K, D);
+	}
+	gemm_blocks(m, B, 1, HZ, D, m->hf, D, P(m->o_head_w), 0.0f, m->Z, HZ);
+	o->add_bias(be, m->Z, P(m->o_head_b), B, HZ);
+	if (m->ord_levels > 0)
+	{
+		gemm_blocks(m, B, 1, HW_ORD_LEVELS, D, m->hf, D, P(m->o_ord_w), 0.0f, m->Zo, HW_ORD_LEVELS);
+		o->add_bias(be, m->Zo, P(m->o_ord_b), B, HW_ORD_LEVELS);
+	}
+	if (m->K > 0)
+		gemm_blocks(m, B, 1, m->K, D, m->Z + HW_HEAD_CAT, HZ, m->E, 0.0f, m->logits, m->K);
+}
+
+static int
+infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
+{
+	int rc;
+
+	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK)
+		return rc;
+	infer_encoder(m);
+	for (int l = 0; l < m->L; l++)
+	{
+		for (int s = 0; s < m->A; s++)
+			infer_attention_sublayer(m, l, s, s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in);
+		infer_ffn_sublayer(m, l);
+	}
+	infer_heads(m);
+	return HW_OK;
+}
+
+int
+hw_model_predict(HwModel *m, const HwBatch *bt, HwPredictions *pred, HwError *err)
+{
+	int rc = infer_forward(m, bt, err);
+
+	if (rc != HW_OK)
+		return model_backend_cause(m->be, rc, err);
+	return model_decode_predictions(m, pred, false, err);
+}

@@ -1,0 +1,161 @@
+/*
+ * model_internal.h: what the files of the model share (model.h is the
+ * public interface; nothing outside src/core/model_*.c includes this).
+ *
+ * Memory: parameters, gradients and both optimiser moments are four flat
+ * device buffers with one layout; activations live in one arena sized at
+ * creation for (batch_size, seq_len), so a step allocates nothing.  Per
+ * sublayer we keep what backward needs (input x, rstd, the fused projection
+ * qkvg, qs/kn/v, attention output and lse, projected output o); the normed
+ * input xn and the SwiGLU product are recomputed in backward (cheap,
+ * memory-bound) to save two [N,D]/[N,F] buffers per sublayer.
+ *
+ * Every op runs its forward through the backend and appends a tape record
+ * (tape.h) holding the pointers its backward needs; backward is the reverse
+ * walk of the tape.  Gradient buffers of activations are shared scratch
+ * (each is consumed before the next sublayer's backward overwrites it); the
+ * residual-stream gradient dx is one running buffer.
+ *
+ * The files: model_config.c (presets, settings), model_features.c (cell
+ * features: link codes, child counts, count ramps), model_params.c (the
+ * parameter table and its initial values), model_create.c (buffers, arena,
+ * create/free), model_batch.c (a batch's checks and uploads, attention
+ * plans), model_ops.c (taped ops and their backward), model_forward.c
+ * (training forward, backward, optimiser step, eval), model_decode.c
+ * (predictions from the heads), model_infer.c (the serving forward),
+ * model_ema.c (the parameter average), model_access.c (buffers, tensors,
+ * backend errors).
+ */
+#ifndef HW_MODEL_INTERNAL_H
+#define HW_MODEL_INTERNAL_H
+
+#include "model.h"
+#include "tape.h"
+#include "timeenc.h"
+#include "tensor.h"
+
+/* attention sublayers of a layer: outbound, inbound, column, and (cfg.full_attention) full */
+#define MAX_SUB 4
+static const char *const sub_names[MAX_SUB] = {"out", "in", "col", "full"};
+static const HwMaskKind sub_masks[MAX_SUB] = {HW_MASK_OUTBOUND, HW_MASK_INBOUND, HW_MASK_COLUMN, HW_MASK_FULL};
+
+typedef struct SubAct
+{
+	float *x_in;       /* [N,D] residual stream entering the sublayer */
+	float *rstd;       /* [N] */
+	float *qkvg;       /* [N,4D] (attention) or gu [N,2F] (ffn) */
+	float *qs, *kn, *v;/* [N,D] */
+	float *qnorm, *knorm; /* [N,H] */
+	float *att;        /* [N,D] */
+	float *lse;        /* [B,H,S] */
+	float *o;          /* [N,D] */
+} SubAct;
+
+typedef struct SubParams
+{
+	int64_t norm_g, w4, wo, tau;     /* offsets (w4: wq start, [4D,D]) */
+} SubParams;
+
+typedef struct FfnParams
+{
+	int64_t norm_g, wgu, w2;
+} FfnParams;
+
+struct HwModel
+{
+	HwModelConfig cfg;
+	HwBackend    *be;
+	int           D, H, dh, F, L, A, Dt, Nmax, Bmax, Smax;
+	int32_t       ncols, ncat;
+
+	HwParamTable  pt;
+	float        *params, *grads, *m1, *m2, *muon_work;
+	/* hw_model_create_frozen: params is the caller's read-only memory (never
+	 * written, never freed); grads, m1, m2, muon_work are NULL */
+	int           frozen;
+	/* cfg.ema_decay > 0: the parameter average (NULL otherwise).  Swapped:
+	 * params and ema exchanged (forward reads the average); adopted: loaded
+	 * to predict, the average either copied over params or dropped, and
+	 * freed (inference only: no training, no state). */
+	float        *ema;
+	int           ema_swapped, ema_adopted;
+
+	/* parameter offsets */
+	int64_t       o_col_w, o_col_b, o_id, o_null, o_mask, o_num_w, o_num_b, o_ts_w, o_ts_b,
+				  o_bool, o_cat_w, o_cat_b, o_text_w, o_text_b, o_enc_g, o_final_g, o_head_w, o_head_b,
+				  o_ts_rel,   /* enc.ts_rel.w [D, HW_REL_TIME_DIM]; -1 without relative time */
+				  o_link,     /* enc.link.w [D, HW_LINK_DIM]; -1 without link codes */
+				  o_cnt,      /* enc.cnt.w [D, HW_CNT_DIM]; -1 without child counts */
+				  o_ord_w,    /* head.ord.w [HW_ORD_LEVELS, D]; -1 without the ordinal head */
+				  o_ord_b,    /* head.ord.b [HW_ORD_LEVELS] */
+				  o_cramp;    /* enc.cramp.w [D, HW_CRAMP_DIM]; -1 without count ramps */
+	SubParams    *sp;         /* [L*A] */
+	FfnParams    *fp;         /* [L] */
+
+	/* frozen tables (device) */
+	float        *col_table;  /* [ncols, Dt] f32 */
+	uint16_t     *cat_table;  /* [ncat, Dt] f16 */
+
+	/* activations */
+	HwArena       arena;
+	SubAct       *sa;         /* [L*A] */
+	SubAct       *fa;         /* [L] (x_in, rstd, qkvg = gu) */
+	float        *x_final, *e, *rstd0;
+	/* scratch / activation grads */
+	float        *xn, *dxn, *dqkvg, *dqs, *dkn, *dv, *datt, *dO, *hbuf, *dhbuf, *dgu, *dx, *de;
+	/* encoder */
+	int8_t       *d_stype;
+	int32_t      *d_col, *d_cat_local, *d_text_local, *d_tidx, *d_tcat;
+	uint8_t      *d_is_null, *d_is_target, *d_bool, *d_tnull, *d_tbool;
+	float        *d_num, *d_ts, *d_tnum, *d_tts;
+	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
+	float        *d_link;     /* [N, HW_LINK_DIM] link codes (cfg.link_types) */
+	float        *d_cnt;      /* [N, HW_CNT_DIM] child-count features (cfg.child_counts) */
+	float        *d_cramp;    /* [N, HW_CRAMP_DIM] count ramps (cfg.count_ramps) */
+	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
+	/* heads */
+	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
+	float        *Zo, *dZo;   /* [B, HW_ORD_LEVELS] ordinal head output and its gradient (cfg.ordinal_head) */
+	int           Kmax;
+
+	/* host scratch */
+	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
+	float        *h_f32;
+	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
+	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
+	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
+	float        *h_cramp;    /* [Nmax, HW_CRAMP_DIM] (cfg.count_ramps) */
+	uint8_t      *h_u8a, *h_u8b;
+
+	void         *plans[MAX_SUB];
+	HwTape        tape;
+	HwRng         rng;
+	int64_t       step;
+
+	/* current batch */
+	int           B, S, N, U, Uc, K, stype, num_loss;   /* num_loss: HwNumLoss of the batch */
+	int           ord_levels;          /* the batch's ordinal thresholds in use (0: none or no head) */
+	float         ord_scale, ord_shift;
+};
+
+/* parameter and gradient of a parameter offset */
+#define P(off) (m->params + (off))
+#define G(off) (m->grads + (off))
+
+/* model_params.c: the parameter table (0 when out of memory) and initial values */
+int   model_build_params(HwModel *m);
+void  model_init_params(HwModel *m, float *host);
+
+/* model_create.c */
+void  model_free_plans(HwModel *m);
+
+/* model_access.c: the backend's own error as the cause of rc (see there) */
+int   model_backend_cause(HwBackend *be, int rc, HwError *err);
+
+/* model_batch.c: checks and uploads a batch, builds its attention plans */
+int   model_prepare_batch(HwModel *m, const HwBatch *bt, HwError *err);
+
+/* model_decode.c: the heads' outputs of the current batch into pred */
+int   model_decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err);
+
+#endif /* HW_MODEL_INTERNAL_H */
