@@ -19,6 +19,9 @@ failures=()
 hw_log "unit tests"
 make -s unit || failures+=(unit)
 
+hw_log "include graph (folders only include downwards, no cycles)"
+python3 scripts/check_includes.py || failures+=(include-graph)
+
 # CUDA backend tests: only where headwater_cuda.so was built (nvcc present);
 # without a GPU the program prints a loud SKIP and exits 0.
 if [ -f headwater_cuda.so ]; then
