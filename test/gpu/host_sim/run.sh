@@ -23,12 +23,13 @@ sim="$root/test/gpu/host_sim"
 out=$(mktemp -d /tmp/hw_host_sim.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
-inc=(-I"$root/src/core" -I"$root/src/backend")
+inc=(-I"$root/src/core" -I"$root/src/backend" -I"$root/test/fixtures")
 
 objs=()
-for c in attention batch hw_common synth_batch tensor; do
-	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/core/$c.c" -o "$out/$c.o"
-	objs+=("$out/$c.o")
+for c in src/core/attention src/core/batch src/core/hw_common test/fixtures/synth_batch src/core/tensor; do
+	o="$out/$(basename "$c").o"
+	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/$c.c" -o "$o"
+	objs+=("$o")
 done
 gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/backend/backend_cpu.c" -o "$out/backend_cpu.o"
 
