@@ -7,6 +7,8 @@
  */
 #include "sampler_internal.h"
 
+/* Insertion sort of a[0..n) by (deg, row id): a BFS level's new rows are
+ * few, and the order must be exactly the one sampler.h specifies. */
 static void
 sort_by_deg(uint16_t *a, int n, const uint16_t *deg)
 {

@@ -190,6 +190,34 @@ ctx_value_ok(const HwTask *t, const HwContextLabel *c)
 	}
 }
 
+/* The context labels of seed b (m of them, m > 0): the task takes them
+ * (query task with label history), the seed has an obs time, and each is
+ * observed before it and a value of the target's type. */
+static int
+check_context(const HwTask *t, int b, int64_t obs, const HwContextLabel *ctx, uint32_t m, HwError *err)
+{
+	if (ctx == NULL)
+		return hw_error_set(err, HW_ERR_INVALID, "context labels of seed %d of task %s are missing", b, t->name);
+	if (t->kind != HW_TASK_QUERY || !t->label_history)
+		return hw_error_set(err, HW_ERR_INVALID, "task %s has no label history, so it takes no context labels",
+							t->name);
+	if (obs == HW_NO_CUTOFF)
+		return hw_error_set(err, HW_ERR_INVALID, "context labels of task %s need an observation time", t->name);
+	for (uint32_t k = 0; k < m; k++)
+	{
+		const HwContextLabel *c = &ctx[k];
+
+		if (c->obs_time_us >= obs)
+			return hw_error_set(err, HW_ERR_INVALID,
+								"context label %u of task %s is observed at %lld, not before the observation time %lld",
+								k + 1, t->name, (long long) c->obs_time_us, (long long) obs);
+		if (!ctx_value_ok(t, c))
+			return hw_error_set(err, HW_ERR_INVALID, "context label %u of task %s is not a %s value",
+								k + 1, t->name, hw_stype_name(t->target_stype));
+	}
+	return HW_OK;
+}
+
 int
 hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_rows,
 							   const int64_t *obs_time_us, int n,
@@ -243,40 +271,8 @@ hw_sampler_build_for_seeds_ctx(HwSampler *s, int task, const uint32_t *anchor_ro
 
 		if (m == 0)
 			continue;
-		if (ctx[b] == NULL)
-		{
-			rc = hw_error_set(err, HW_ERR_INVALID, "context labels of seed %d of task %s are missing", b, t->name);
+		if ((rc = check_context(t, b, obs, ctx[b], m, err)) != HW_OK)
 			goto done;
-		}
-		if (t->kind != HW_TASK_QUERY || !t->label_history)
-		{
-			rc = hw_error_set(err, HW_ERR_INVALID, "task %s has no label history, so it takes no context labels",
-							  t->name);
-			goto done;
-		}
-		if (obs == HW_NO_CUTOFF)
-		{
-			rc = hw_error_set(err, HW_ERR_INVALID, "context labels of task %s need an observation time", t->name);
-			goto done;
-		}
-		for (uint32_t k = 0; k < m; k++)
-		{
-			const HwContextLabel *c = &ctx[b][k];
-
-			if (c->obs_time_us >= obs)
-			{
-				rc = hw_error_set(err, HW_ERR_INVALID,
-								  "context label %u of task %s is observed at %lld, not before the observation time %lld",
-								  k + 1, t->name, (long long) c->obs_time_us, (long long) obs);
-				goto done;
-			}
-			if (!ctx_value_ok(t, c))
-			{
-				rc = hw_error_set(err, HW_ERR_INVALID, "context label %u of task %s is not a %s value",
-								  k + 1, t->name, hw_stype_name(t->target_stype));
-				goto done;
-			}
-		}
 		memcpy(sorted + used, ctx[b], sizeof(HwContextLabel) * m);
 		/* stable by obs time: equal times keep the caller's order */
 		for (uint32_t i = 1; i < m; i++)
