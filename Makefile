@@ -79,21 +79,25 @@ EXTRA_CLEAN = $(OBJS:.o=.d) headwater_cuda$(DLSUFFIX) $(CUDA_OBJS) test/unit/run
               test/unit/*.o
 
 # ---- unit tests and benchmarks: src/core + src/backend without the server
-HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Itest/unit
+# Test fixtures (synthetic batches) are linked into the unit tests and the
+# benchmarks, never into headwater.so.
+HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Itest/unit -Itest/fixtures
 HOST_LIBS   = -fopenmp -lopenblas -lm -lpthread -ldl
 UNIT_SRCS   = $(sort $(wildcard test/unit/*.c))
+FIXTURE_SRCS = $(sort $(wildcard test/fixtures/*.c))
+FIXTURE_HDRS = $(wildcard test/fixtures/*.h)
 
-test/unit/run_unit: $(UNIT_SRCS) $(CORE_SRCS) $(BACKEND_SRCS) $(wildcard src/core/*.h src/backend/*.h test/unit/*.h)
-	$(CC) $(HOST_CFLAGS) -o $@ $(UNIT_SRCS) $(CORE_SRCS) $(BACKEND_SRCS) $(HOST_LIBS)
+test/unit/run_unit: $(UNIT_SRCS) $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h test/unit/*.h) $(FIXTURE_HDRS)
+	$(CC) $(HOST_CFLAGS) -o $@ $(UNIT_SRCS) $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(HOST_LIBS)
 
 unit: test/unit/run_unit
 	test/unit/run_unit
 
 BENCH_SRCS = $(sort $(wildcard bench/*.c))
 BENCH_BINS = $(patsubst bench/%.c,bench/bin/%,$(BENCH_SRCS))
-bench/bin/%: bench/%.c $(CORE_SRCS) $(BACKEND_SRCS) $(wildcard src/core/*.h src/backend/*.h)
+bench/bin/%: bench/%.c $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
 	@mkdir -p bench/bin
-	$(CC) $(HOST_CFLAGS) -O3 -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(HOST_LIBS)
+	$(CC) $(HOST_CFLAGS) -O3 -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(HOST_LIBS)
 bench: $(BENCH_BINS)
 
 .PHONY: unit bench install-cuda
@@ -104,11 +108,11 @@ bench: $(BENCH_BINS)
 GPU_TEST  = test/gpu/test_cuda_backend
 GPU_BENCH = bench/bin/train_step_cuda
 GPU_LINK  = -L. -l:headwater_cuda$(DLSUFFIX) -Wl,-rpath,'$$ORIGIN/../..' -Wl,-rpath,$(CURDIR) -lpthread
-$(GPU_TEST): test/gpu/test_cuda_backend.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(wildcard src/core/*.h src/backend/*.h)
-	$(CC) $(HOST_CFLAGS) -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(GPU_LINK) $(HOST_LIBS)
-$(GPU_BENCH): bench/train_step_cuda/train_step_cuda.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(wildcard src/core/*.h src/backend/*.h)
+$(GPU_TEST): test/gpu/test_cuda_backend.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
+	$(CC) $(HOST_CFLAGS) -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(GPU_LINK) $(HOST_LIBS)
+$(GPU_BENCH): bench/train_step_cuda/train_step_cuda.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
 	@mkdir -p bench/bin
-	$(CC) $(HOST_CFLAGS) -O3 -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(GPU_LINK) $(HOST_LIBS)
+	$(CC) $(HOST_CFLAGS) -O3 -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(GPU_LINK) $(HOST_LIBS)
 gpu-test: $(GPU_TEST)
 	$(GPU_TEST)
 gpu-bench: $(GPU_BENCH)

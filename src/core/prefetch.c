@@ -2,11 +2,13 @@
  * prefetch.c: bounded batch queue with one producer thread (prefetch.h).
  * A ring of `capacity` slots under one mutex and two condition variables;
  * batches are large and few per second, so a lock per batch costs nothing.
+ * The producer is the one job of a one-worker thread pool (thread_pool.h:
+ * started with signals blocked, joined on stop).
  */
 #include "prefetch.h"
+#include "thread_pool.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,12 +31,13 @@ struct HwPrefetch
 	HwError         error;
 	pthread_mutex_t mu;
 	pthread_cond_t  not_full, not_empty;
-	pthread_t       thread;
-	bool            started;
+	HwThreadPool   *pool;       /* the producer's thread */
 };
 
-static void *
-producer(void *arg)
+/* The producer: batches k = next_k, next_k + 1, ... until stopped or an
+ * error (the pool's one item). */
+static void
+producer(void *arg, int item, int worker)
 {
 	HwPrefetch *q = arg;
 
@@ -89,7 +92,6 @@ producer(void *arg)
 	q->done = true;
 	pthread_cond_broadcast(&q->not_empty);
 	pthread_mutex_unlock(&q->mu);
-	return NULL;
 }
 
 HwPrefetch *
@@ -116,22 +118,12 @@ hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, H
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->not_full, NULL);
 	pthread_cond_init(&q->not_empty, NULL);
-	/* the producer starts with every signal blocked: inside PostgreSQL,
-	 * signal handlers must run on the main thread only */
-	sigset_t all, old;
-	int prc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	prc = pthread_create(&q->thread, NULL, producer, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (prc != 0)
+	if ((q->pool = hw_pool_start(1, "prefetch", err)) == NULL ||
+		hw_pool_post(q->pool, HW_POOL_PINNED, producer, q, 1, err) != HW_OK)
 	{
-		hw_error_set(err, HW_ERR_INTERNAL, "could not start the prefetch thread");
 		hw_prefetch_stop(q);
 		return NULL;
 	}
-	q->started = true;
 	return q;
 }
 
@@ -196,8 +188,7 @@ hw_prefetch_stop(HwPrefetch *q)
 	pthread_cond_broadcast(&q->not_full);
 	pthread_cond_broadcast(&q->not_empty);
 	pthread_mutex_unlock(&q->mu);
-	if (q->started)
-		pthread_join(q->thread, NULL);
+	hw_pool_stop(q->pool);      /* waits for the producer to return */
 	for (int i = 0; i < q->count; i++)
 	{
 		Item *it = &q->ring[(q->head + i) % q->cap];

@@ -1,8 +1,9 @@
 /*
  * sampler.h: the BFS sampler that turns tasks into TrainingBatches (seed 000
  * exactly, dtypes of seed 001 section 3b).  Plain C, no PostgreSQL; threads
- * (the sampler's own pthread pool) touch only the read-only snapshot/tasks
- * and their own scratch.
+ * (workers of the core's thread pool, thread_pool.h) touch only the
+ * read-only snapshot/tasks and their own scratch.  The implementation is
+ * split by concern over sampler*.c (sampler_internal.h lists the files).
  *
  * Typical use (trainer):
  *     HwSamplerConfig cfg;  hw_sampler_config_default(&cfg);
@@ -109,7 +110,7 @@
  *   fk_adj and permutations are unchanged: the model still sees which rows
  *   and columns are there, not every value (meant against learning training
  *   rows by heart; measured without a gain, so off by default: docs/
- *   BENCHMARKS.md, session 9).  Validation, evaluation and prediction
+ *   BENCHMARKS.md).  Validation, evaluation and prediction
  *   batches never drop.
  *
  * Tensors (batch.h): values from the snapshot columns (numerical z-score,

@@ -23,12 +23,14 @@ sim="$root/test/gpu/host_sim"
 out=$(mktemp -d /tmp/hw_host_sim.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
-inc=(-I"$root/src/core")
+inc=(-I"$root/src/core" -I"$root/test/fixtures")
 
 objs=()
-for c in attention_plan attention_kernels attention_reference batch hw_common synth_batch tensor; do
-	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/src/core/$c.c" -o "$out/$c.o"
-	objs+=("$out/$c.o")
+for c in src/core/attention_plan src/core/attention_kernels src/core/attention_reference src/core/batch \
+         src/core/hw_common test/fixtures/synth_batch src/core/tensor; do
+	o="$out/$(basename "$c").o"
+	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/$c.c" -o "$o"
+	objs+=("$o")
 done
 bobjs=()
 for c in "$root"/src/backend/*.c; do

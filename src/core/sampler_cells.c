@@ -1,0 +1,214 @@
+/*
+ * sampler_cells.c: the values of a sequence's cells -- a real row's cells
+ * from the row cache, a virtual task-table row's (observation time,
+ * target) -- and the timestamp encoding through lookup tables (sampler.h,
+ * "Tensors").
+ */
+#include "sampler_internal.h"
+#include "timeenc.h"
+
+#include <math.h>
+
+static void
+fill_phase_table(float (*tab)[2], int n, double period)
+{
+	for (int i = 0; i < n; i++)
+	{
+		tab[i][0] = (float) sin(2.0 * M_PI * (i / period));
+		tab[i][1] = (float) cos(2.0 * M_PI * (i / period));
+	}
+}
+/* The child-count windows and the timestamp encoding tables of s. */
+void
+sampler_init_time_tables(HwSampler *s)
+{
+	/* child-count windows: 2^((j - 10) / 2) timestamp std, j = 1..11 (about
+	 * 0.044 to 1.41 std), the spacing of the model's recency ramps */
+	double sd = s->snap->ts_std_us > 0 ? s->snap->ts_std_us : 1.0;
+
+	s->cnt_win_us[0] = 0;
+	for (int j = 1; j < HW_CHILD_WINDOWS; j++)
+		s->cnt_win_us[j] = (int64_t) llround(sd * pow(2.0, (j - 10) / 2.0));
+	fill_phase_table(s->tab_min, 60, 60.0);
+	fill_phase_table(s->tab_hour, 24, 24.0);
+	fill_phase_table(s->tab_wday, 7, 7.0);
+	fill_phase_table(s->tab_mday, 31, 31.0);
+	fill_phase_table(s->tab_mon, 12, 12.0);
+	fill_phase_table(s->tab_yday, 366, 366.0);
+}
+
+/*
+ * hw_time_encode through lookup tables: every phase except fractional
+ * seconds takes integer values, and sin/cos of those are the same doubles
+ * rounded to float as hw_time_encode computes, so the result is
+ * bit-identical (checked by a unit test) at a fraction of the cost.
+ */
+static void
+enc_time(const HwSampler *s, int64_t us, float *out)
+{
+	HwTimeFields f;
+
+	hw_time_fields(us, &f);
+	if (f.us_in_minute % 1000000LL != 0)
+	{
+		/* fractional seconds: the one phase computed here, the same
+		 * expression as hw_time_encode, so the same bits */
+		double ph = 2.0 * M_PI * ((double) f.us_in_minute / 1e6 / 60.0);
+
+		out[0] = (float) sin(ph);
+		out[1] = (float) cos(ph);
+	}
+	else
+	{
+		int sec = (int) (f.us_in_minute / 1000000LL);
+
+		out[0] = s->tab_min[sec][0];
+		out[1] = s->tab_min[sec][1];
+	}
+	out[2] = s->tab_min[f.minute][0]; out[3] = s->tab_min[f.minute][1];
+	out[4] = s->tab_hour[f.hour][0]; out[5] = s->tab_hour[f.hour][1];
+	out[6] = s->tab_wday[f.wday][0]; out[7] = s->tab_wday[f.wday][1];
+	out[8] = s->tab_mday[f.mday - 1][0]; out[9] = s->tab_mday[f.mday - 1][1];
+	out[10] = s->tab_mon[f.month - 1][0]; out[11] = s->tab_mon[f.month - 1][1];
+	out[12] = s->tab_yday[f.yday][0]; out[13] = s->tab_yday[f.yday][1];
+	double sd = s->snap->ts_std_us > 0 ? s->snap->ts_std_us : 1.0;
+
+	out[14] = (float) (((double) us - s->snap->ts_mean_us) / sd);
+}
+
+/* Writes the value of a target (query task or label history) at pos. */
+static void
+write_task_value(const HwSampler *s, HwBatch *bt, size_t pos, const HwTask *t,
+				 double v, bool null)
+{
+	if (null)
+	{
+		bt->is_null[pos] = 1;
+		return;
+	}
+	switch (t->target_stype)
+	{
+		case HW_ST_NUMERICAL:
+			bt->numeric_values[pos] = (float) ((v - t->target_mean) / (t->target_std > 0 ? t->target_std : 1.0));
+			break;
+		case HW_ST_TIMESTAMP:
+			enc_time(s, (int64_t) v, bt->timestamp_values + pos * HW_TS_DIM);
+			break;
+		case HW_ST_BOOLEAN:
+			bt->bool_values[pos] = v != 0.0;
+			break;
+		case HW_ST_CATEGORICAL:
+			bt->categorical_embed_ids[pos] = (uint32_t) t->cat_base + (uint32_t) v;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Emits the cells of one virtual task-table row (obs time, target). */
+int
+sampler_emit_virtual(const HwSampler *s, HwBatch *bt, size_t base, int ncells, uint16_t local,
+					 const HwTask *t, int64_t obs, double target, bool tnull, bool is_target,
+					 bool with_truth)
+{
+	int S = s->cfg.seq_len;
+
+	if (ncells < S)
+	{
+		size_t pos = base + ncells++;
+
+		bt->semantic_types[pos] = HW_ST_TIMESTAMP;
+		bt->column_ids[pos] = t->col_base;
+		bt->seq_row_ids[pos] = local;
+		if (obs == HW_NO_CUTOFF)
+			bt->is_null[pos] = 1;
+		else
+			enc_time(s, obs, bt->timestamp_values + pos * HW_TS_DIM);
+	}
+	if (ncells < S)
+	{
+		size_t pos = base + ncells++;
+
+		bt->semantic_types[pos] = t->target_stype;
+		bt->column_ids[pos] = t->col_base + 1;
+		bt->seq_row_ids[pos] = local;
+		bt->is_target[pos] = is_target;
+		if (!is_target || with_truth)
+			write_task_value(s, bt, pos, t, target, tnull);
+	}
+	return ncells;
+}
+
+/* Emits the cells of real row g (table ti) from position ncells; target_c >=
+ * 0 marks that column index as the target. */
+int
+sampler_emit_row(const HwSampler *s, HwBatch *bt, size_t base, int ncells, uint16_t local,
+				 uint32_t g, int ti, int target_c, bool with_truth)
+{
+	const HwTable *tb = &s->snap->tables[ti];
+	const TableInfo *inf = &s->tinfo[ti];
+	uint32_t r = g - tb->row_offset;
+	const uint8_t *rec = inf->rec + (size_t) r * inf->stride;
+	int S = s->cfg.seq_len;
+	int n = inf->n;
+	int skip_from = n;          /* row 0 of a cell task cut before its target */
+
+	if (target_c >= 0 && ncells + n > S)
+	{
+		for (int k = 0; k < n; k++)
+			if (inf->col[k] == target_c && ncells + k >= S)
+				skip_from = S - 1 - ncells;   /* leave one slot for the target */
+	}
+	for (int k = 0; k < n && ncells < S; k++)
+	{
+		int c = inf->col[k];
+
+		if (k >= skip_from && c != target_c)
+			continue;
+		size_t pos = base + ncells++;
+		int8_t st = inf->stype[k];
+
+		bt->semantic_types[pos] = st;
+		bt->column_ids[pos] = inf->gid[k];
+		bt->seq_row_ids[pos] = local;
+		if (c == target_c)
+		{
+			bt->is_target[pos] = 1;
+			if (!with_truth)
+				continue;
+		}
+		if ((rec[k >> 3] >> (k & 7)) & 1)
+		{
+			bt->is_null[pos] = 1;
+			continue;
+		}
+		const uint8_t *v = rec + inf->off[k];
+
+		switch (st)
+		{
+			case HW_ST_NUMERICAL:
+				memcpy(&bt->numeric_values[pos], v, 4);
+				break;
+			case HW_ST_TIMESTAMP:
+				{
+					int64_t us;
+
+					memcpy(&us, v, 8);
+					enc_time(s, us, bt->timestamp_values + pos * HW_TS_DIM);
+				}
+				break;
+			case HW_ST_BOOLEAN:
+				bt->bool_values[pos] = v[0];
+				break;
+			case HW_ST_CATEGORICAL:
+				memcpy(&bt->categorical_embed_ids[pos], v, 4);
+				break;
+			case HW_ST_TEXT:
+				memcpy(&bt->text_embed_ids[pos], v, 4);   /* global; phase 2 remaps */
+				break;
+			default:
+				break;
+		}
+	}
+	return ncells;
+}
