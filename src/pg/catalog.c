@@ -1,6 +1,6 @@
 /*
  * catalog.c: rt_create_model, rt_refresh, rt_drop_model, rt_set_column_type,
- * rt_set_time_column; model lookup (hw_pg_model_id) and access checks.
+ * rt_set_time_column.
  */
 #include "postgres.h"
 
@@ -17,32 +17,6 @@
 #include "catalog_build.h"
 #include "hw_train.h"
 #include "utils/jsonb.h"
-
-int32
-hw_pg_model_id(const char *model_name, bool missing_ok)
-{
-	HwAsOwner as;
-	int32 id = -1;
-	bool isnull;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT model_id FROM headwater.model WHERE name = $1",
-							  1, (Oid[]) {TEXTOID}, (Datum[]) {CStringGetTextDatum(model_name)},
-							  NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "model lookup failed");
-	if (SPI_processed == 1)
-		id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	hw_restore_user(&as);
-	SPI_finish();
-	if (id < 0 && !missing_ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model \"%s\" does not exist", model_name),
-				 errhint("Create it with SELECT rt_create_model(%s, '<schema>').", quote_literal_cstr(model_name))));
-	return id;
-}
 
 /* ------------------------------------------------------------ SQL entry points */
 

@@ -1,8 +1,10 @@
 /*
  * hw_pg.h: what the src/pg files share (PostgreSQL side only).
  *
- * Owners: catalog.c / snapshot_store.c implement the model lookups and the
- * snapshot load; task.c the task lookups; train*.c the worker.
+ * The shared utilities live in files of their own (pg_owner.h,
+ * pg_errors.h, pg_model_lookup.h, pg_xact.h), included here so a feature
+ * file needs one include; snapshot_store.c loads snapshots, access.c checks
+ * rights.
  */
 #ifndef HW_PG_H
 #define HW_PG_H
@@ -11,9 +13,10 @@
 #include "fmgr.h"
 #include "snapshot.h"
 
-/* Model id of `model_name` (headwater.model.model_id); ERROR with SQLSTATE
- * 42704 and a hint when it does not exist, unless missing_ok (then -1). */
-int32 hw_pg_model_id(const char *model_name, bool missing_ok);
+#include "pg_errors.h"
+#include "pg_model_lookup.h"
+#include "pg_owner.h"
+#include "pg_xact.h"
 
 /* Loads the persisted snapshot of a model (one call, any process: backend or
  * background worker; needs a transaction and SPI not connected by the
@@ -29,25 +32,6 @@ HwSnapshot *hw_pg_snapshot_load_in_context(int32 model_id, MemoryContext cxt);
  * exception, which is flushed); any other error (a cancel, out of memory)
  * propagates.  type_input.c. */
 bool hw_pg_try_type_input(PGFunction input_fn, const char *s, Datum *result);
-
-/* Maps a core HwError to ereport(ERROR) with a fitting SQLSTATE. */
-void hw_pg_raise_core_error(const HwError *err, const char *context_msg) pg_attribute_noreturn();
-
-/* Acting as the owner of schema headwater (the extension owner) around
- * statements on headwater's own tables, which PUBLIC cannot touch; source
- * tables are always read as the calling role.  While acting as the owner the
- * search_path is pinned to "pg_catalog, headwater, pg_temp" so no object of
- * the caller's can shadow a built-in.  Pairs must nest (LIFO).  A
- * transaction abort restores both (implemented in snapshot_store.c). */
-typedef struct HwAsOwner
-{
-	Oid  save_userid;
-	int  save_sec_context;
-	int  guc_nestlevel;
-} HwAsOwner;
-
-void hw_become_owner(HwAsOwner *s);
-void hw_restore_user(const HwAsOwner *s);
 
 /* Rights on a model (access.c; docs/security.md).  OWN: the model's owner
  * role, its members, superusers.  PREDICT: those, plus roles granted with

@@ -1,5 +1,5 @@
 /*
- * hw_pg_task.h: PG-side access to tasks (owner: src/pg/task.c).
+ * hw_pg_task.h: PG-side access to tasks (owner: src/pg/task_*.c).
  *
  * Tasks live in headwater.task / headwater.task_seed (sql/parts/20_tasks.sql).
  * Task names are unique within their model (they may not contain '.').

@@ -1,5 +1,6 @@
 /*
- * hw_predict.h: what predict.c shares with predict_context.c (context labels
+ * hw_predict.h: what the prediction files (predict*.c) share with
+ * predict_context.c and predict_rls.c (context labels
  * at prediction time and rt_debug_predict_batch).
  */
 #ifndef HW_PREDICT_H
@@ -40,7 +41,8 @@ int hw_predict_build(HwServing *s, int t, const uint32_t *rows, const int64_t *o
  * query run as the caller for all n. */
 void hw_predict_keys_visible(Oid relid, const HwServingKey *pk, char *const *keys, int n, bool *visible);
 
-/* predict.c: rt_predict's reading of its row_id and obs_time arguments. */
+/* predict_keys.c: rt_predict's reading of its row_id and obs_time
+ * (argument argno: HW_NO_CUTOFF when NULL, else µs since 1970) arguments. */
 uint32  hw_predict_anchor_row(HwServing *s, int t, const char *task, Datum key, Oid keytype);
 int64_t hw_predict_obs_time_arg(FunctionCallInfo fcinfo, int argno, const char *task);
 

@@ -1,5 +1,7 @@
 /*
- * serving_shared.c: the model cache shared by all backends (issue 13).
+ * serving_shared.c: the model cache shared by all backends: mapping a
+ * file, writing it atomically, removing a damaged one so it is rebuilt, and
+ * cleanup.  The file format and its checksum: serving_shared_format.c.
  *
  * What a backend needs to serve a model at a checkpoint is mostly read-only
  * and the same in every backend: the snapshot (rows, edges, embeddings) and
@@ -69,16 +71,8 @@
 #include "utils/guc.h"
 
 #include "hw_serving_shared.h"
+#include "serving_shared_format.h"
 
-#define SHARED_PARENT "pg_headwater"
-#define SHARED_DIR SHARED_PARENT "/serving"
-#define SHARED_VERSION 9       /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average);
-								* 5: which weights (last or average) in the name and header; 6: HwModelConfig gained ordinal_head;
-								* 7: count_ramps; 8: head_adamw; 9: head_weight_decay */
-#define SHARED_MAGIC "HWSERVE"        /* 8 bytes with its NUL */
-#define SHARED_ALIGN 64
-/* a temporary file older than this is an abandoned one */
-#define SHARED_TMP_MAX_AGE_S 3600
 
 bool hw_serving_shared_enabled = true;
 
@@ -89,223 +83,6 @@ hw_serving_shared_guc_init(void)
 							 "Serve models from the cache file shared by all backends.",
 							 "Off: this session loads each model privately (more memory and time per session).",
 							 &hw_serving_shared_enabled, true, PGC_SUSET, 0, NULL, NULL, NULL);
-}
-
-/* At offset 0 of the file; everything after `checksum` is covered by it. */
-typedef struct FileHeader
-{
-	char          magic[8];
-	uint64        checksum;        /* file_hash of bytes [16, file_len) */
-	uint32        version;
-	uint32        header_bytes;    /* sizeof(FileHeader) */
-	uint32        config_bytes;    /* sizeof(HwModelConfig) */
-	int32         model_id;
-	uint64        file_len;
-	int64         checkpoint_id;
-	int32         average;         /* the weights: 1 the parameter average, 0 the last parameters */
-	int32         pad;
-	uint64        key_hash;
-	uint64        version_hash;
-	HwModelConfig cfg;
-	uint64        params_off;      /* float[numel] */
-	int64         numel;
-	uint64        meta_off;        /* the snapshot's description (write_snapshot) */
-	uint64        meta_len;
-} FileHeader;
-
-/* ------------------------------------------------------------ hashing */
-
-static uint64
-key_hash(const char *key)
-{
-	uint64 h = 0xcbf29ce484222325ULL;
-
-	for (const unsigned char *p = (const unsigned char *) key; *p; p++)
-	{
-		h ^= *p;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* A fast 64-bit checksum (four independent multiply-xor lanes over 64-bit
- * words, then the tail bytes): detects damage, not an adversary. */
-static uint64
-file_hash(const uint8 *p, size_t n)
-{
-	const uint64 K = 0x9e3779b97f4a7c15ULL;
-	uint64       h[4] = {0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL, 0xa4093822299f31d0ULL, 0x082efa98ec4e6c89ULL};
-	size_t       nb = n / 32;
-	uint64       out;
-
-	for (size_t i = 0; i < nb; i++)
-		for (int l = 0; l < 4; l++)
-		{
-			uint64 w;
-
-			memcpy(&w, p + i * 32 + l * 8, 8);
-			h[l] = (h[l] ^ w) * K;
-			h[l] ^= h[l] >> 29;
-		}
-	out = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7) ^ (uint64) n;
-	for (size_t i = nb * 32; i < n; i++)
-		out = (out ^ p[i]) * 0x100000001b3ULL;
-	return out ^ (out >> 31);
-}
-
-static void
-file_path(char *out, int32 model_id, HwServedAt at, uint64 kh, uint64 vh)
-{
-	snprintf(out, MAXPGPATH, SHARED_DIR "/v%d_d%u_m%d_c%lld_%c_%016llx_%016llx.hwsc", SHARED_VERSION, MyDatabaseId,
-			 model_id, (long long) at.checkpoint_id, at.average ? 'a' : 'l', (unsigned long long) kh,
-			 (unsigned long long) vh);
-}
-
-/* ------------------------------------------------------------ writing */
-
-typedef struct Buf
-{
-	uint8  *p;
-	size_t  n, cap;
-	bool    fail;
-} Buf;
-
-static void
-buf_reserve(Buf *b, size_t n)
-{
-	if (b->fail || b->n + n <= b->cap)
-		return;
-	size_t nc = b->cap ? b->cap : 1 << 20;
-
-	while (nc < b->n + n)
-		nc *= 2;
-	uint8 *np = realloc(b->p, nc);
-
-	if (np == NULL)
-	{
-		b->fail = true;
-		return;
-	}
-	b->p = np;
-	b->cap = nc;
-}
-
-static void
-buf_put(Buf *b, const void *src, size_t n)
-{
-	buf_reserve(b, n);
-	if (b->fail)
-		return;
-	if (src)
-		memcpy(b->p + b->n, src, n);
-	else
-		memset(b->p + b->n, 0, n);
-	b->n += n;
-}
-
-static void
-buf_align(Buf *b)
-{
-	size_t pad = (SHARED_ALIGN - b->n % SHARED_ALIGN) % SHARED_ALIGN;
-
-	buf_put(b, NULL, pad);
-}
-
-#define PUTV(b, v) do { __typeof__(v) _v = (v); buf_put((b), &_v, sizeof(_v)); } while (0)
-
-static void
-put_str(Buf *meta, const char *s)
-{
-	uint32 n = s ? (uint32) strlen(s) : 0;
-
-	PUTV(meta, n);
-	buf_put(meta, s, n);
-}
-
-/* An array into data (aligned), its place (offset, bytes) into meta;
- * offset 0 stands for NULL. */
-static void
-put_array(Buf *data, Buf *meta, const void *src, size_t bytes)
-{
-	uint64 off = 0;
-
-	if (src)
-	{
-		buf_align(data);
-		off = data->n;
-		buf_put(data, src, bytes);
-	}
-	PUTV(meta, off);
-	PUTV(meta, (uint64) bytes);
-}
-
-static void
-write_snapshot(Buf *data, Buf *meta, const HwSnapshot *s)
-{
-	size_t nr = s->nrows;
-	size_t dt = (size_t) (s->d_text > 0 ? s->d_text : 0);
-	size_t nfp = s->fp_off ? s->fp_off[nr] : 0;
-	size_t npf = s->pf_off ? s->pf_off[nr] : 0;
-
-	PUTV(meta, s->ntables);
-	PUTV(meta, s->nfks);
-	PUTV(meta, s->nrows);
-	PUTV(meta, s->d_text);
-	PUTV(meta, s->ncolumns);
-	PUTV(meta, s->ncat);
-	PUTV(meta, s->ntext);
-	PUTV(meta, s->ts_mean_us);
-	PUTV(meta, s->ts_std_us);
-	put_array(data, meta, s->row_table, nr * sizeof(uint16_t));
-	put_array(data, meta, s->row_time_us, nr * sizeof(int64_t));
-	put_array(data, meta, s->fp_off, s->fp_off ? (nr + 1) * sizeof(uint64_t) : 0);
-	put_array(data, meta, s->fp_dst, nfp * sizeof(uint32_t));
-	put_array(data, meta, s->fp_fk, nfp * sizeof(uint16_t));
-	put_array(data, meta, s->pf_off, s->pf_off ? (nr + 1) * sizeof(uint64_t) : 0);
-	put_array(data, meta, s->pf_dst, npf * sizeof(uint32_t));
-	put_array(data, meta, s->pf_fk, npf * sizeof(uint16_t));
-	put_array(data, meta, s->col_emb, (size_t) Max(s->ncolumns, 0) * dt * sizeof(uint16_t));
-	put_array(data, meta, s->cat_emb, (size_t) s->ncat * dt * sizeof(uint16_t));
-	put_array(data, meta, s->text_emb, (size_t) s->ntext * dt * sizeof(uint16_t));
-	for (int t = 0; t < s->ntables; t++)
-	{
-		const HwTable *tb = &s->tables[t];
-		size_t         n = tb->nrows;
-
-		put_str(meta, tb->name);
-		PUTV(meta, tb->nrows);
-		PUTV(meta, tb->row_offset);
-		PUTV(meta, tb->ncols);
-		PUTV(meta, tb->time_col);
-		put_array(data, meta, tb->key_hash, n * sizeof(uint64_t));
-		put_array(data, meta, tb->key_order, n * sizeof(uint32_t));
-		for (int c = 0; c < tb->ncols; c++)
-		{
-			const HwColumn *col = &tb->cols[c];
-
-			put_str(meta, col->name);
-			PUTV(meta, col->global_id);
-			PUTV(meta, col->stype);
-			PUTV(meta, col->null_count);
-			PUTV(meta, col->mean);
-			PUTV(meta, col->std);
-			PUTV(meta, col->min);
-			PUTV(meta, col->max);
-			PUTV(meta, col->cat_emb_start);
-			PUTV(meta, col->cat_emb_count);
-			put_array(data, meta, col->valid, n);
-			put_array(data, meta, col->f32, n * sizeof(float));
-			put_array(data, meta, col->i64, n * sizeof(int64_t));
-			put_array(data, meta, col->u8, n);
-			put_array(data, meta, col->u32, n * sizeof(uint32_t));
-		}
-	}
-	for (int f = 0; f < s->nfks; f++)
-	{
-		put_str(meta, s->fks[f].name);
-		PUTV(meta, s->fks[f].child_table);
-		PUTV(meta, s->fks[f].parent_table);
-	}
 }
 
 static void
@@ -321,25 +98,25 @@ hw_serving_shared_write(int32 model_id, HwServedAt at, const char *key, const ch
 						const HwSnapshot *snap, HwModel *model)
 {
 	static uint32 tmp_counter;
-	Buf         data = {0}, meta = {0};
-	FileHeader  h;
+	HwSharedBuf         data = {0}, meta = {0};
+	HwSharedFileHeader  h;
 	char        path[MAXPGPATH], tmp[MAXPGPATH];
 	int64       numel = hw_model_numel(model);
 	int         fd;
 	bool        ok = false;
 
 	memset(&h, 0, sizeof(h));
-	buf_put(&data, NULL, sizeof(FileHeader));
-	write_snapshot(&data, &meta, snap);
-	buf_align(&data);
+	hw_shared_buf_put(&data, NULL, sizeof(HwSharedFileHeader));
+	hw_shared_write_snapshot(&data, &meta, snap);
+	hw_shared_buf_align(&data);
 	h.params_off = data.n;
-	buf_put(&data, NULL, sizeof(float) * (size_t) numel);
+	hw_shared_buf_put(&data, NULL, sizeof(float) * (size_t) numel);
 	if (!data.fail && hw_model_get_flat(model, 0, (float *) (data.p + h.params_off)) != HW_OK)
 		data.fail = true;
-	buf_align(&data);
+	hw_shared_buf_align(&data);
 	h.meta_off = data.n;
 	h.meta_len = meta.n;
-	buf_put(&data, meta.p, meta.n);
+	hw_shared_buf_put(&data, meta.p, meta.n);
 	free(meta.p);
 	if (data.fail || meta.fail)
 	{
@@ -350,22 +127,22 @@ hw_serving_shared_write(int32 model_id, HwServedAt at, const char *key, const ch
 	}
 	memcpy(h.magic, SHARED_MAGIC, 8);
 	h.version = SHARED_VERSION;
-	h.header_bytes = sizeof(FileHeader);
+	h.header_bytes = sizeof(HwSharedFileHeader);
 	h.config_bytes = sizeof(HwModelConfig);
 	h.model_id = model_id;
 	h.file_len = data.n;
 	h.checkpoint_id = at.checkpoint_id;
 	h.average = at.average ? 1 : 0;
-	h.key_hash = key_hash(key);
-	h.version_hash = key_hash(version);
+	h.key_hash = hw_shared_key_hash(key);
+	h.version_hash = hw_shared_key_hash(version);
 	h.cfg = *hw_model_config(model);
 	h.numel = numel;
 	memcpy(data.p, &h, sizeof(h));
-	h.checksum = file_hash(data.p + 16, data.n - 16);
+	h.checksum = hw_shared_file_hash(data.p + 16, data.n - 16);
 	memcpy(data.p + 8, &h.checksum, 8);
 
 	ensure_dir();
-	file_path(path, model_id, at, h.key_hash, h.version_hash);
+	hw_shared_file_path(path, model_id, at, h.key_hash, h.version_hash);
 	snprintf(tmp, sizeof(tmp), SHARED_DIR "/tmp.%d.%u.hwsc", MyProcPid, tmp_counter++);
 	/* read-only from birth: nothing ever writes a file a backend may have
 	 * mapped (a file truncated under a mapping faults its readers) */
@@ -406,204 +183,6 @@ hw_serving_shared_write(int32 model_id, HwServedAt at, const char *key, const ch
 	return ok;
 }
 
-/* ------------------------------------------------------------ reading */
-
-typedef struct Rd
-{
-	const uint8 *base;       /* the whole file */
-	size_t       len;
-	const uint8 *p;          /* meta */
-	size_t       n, off;
-	bool         fail;
-} Rd;
-
-static void
-rd(Rd *r, void *dst, size_t n)
-{
-	if (r->fail || r->off + n > r->n)
-	{
-		r->fail = true;
-		memset(dst, 0, n);
-		return;
-	}
-	memcpy(dst, r->p + r->off, n);
-	r->off += n;
-}
-
-#define GETV(r, v) rd((r), &(v), sizeof(v))
-
-static char *
-rd_str(Rd *r)
-{
-	uint32 n = 0;
-	char  *s;
-
-	GETV(r, n);
-	if (r->fail || n > r->n - r->off)
-	{
-		r->fail = true;
-		return NULL;
-	}
-	s = malloc((size_t) n + 1);
-	if (s == NULL)
-	{
-		r->fail = true;
-		return NULL;
-	}
-	memcpy(s, r->p + r->off, n);
-	s[n] = '\0';
-	r->off += n;
-	return s;
-}
-
-/* The array at the next (offset, bytes) of meta, which must be `expect`
- * bytes (NULL for offset 0), aligned and inside the file. */
-static void *
-rd_array(Rd *r, size_t expect)
-{
-	uint64 off = 0, bytes = 0;
-
-	GETV(r, off);
-	GETV(r, bytes);
-	if (r->fail)
-		return NULL;
-	if (off == 0)
-		return NULL;
-	if (bytes != expect || off % SHARED_ALIGN != 0 || off < sizeof(FileHeader) || off > r->len ||
-		bytes > r->len - off)
-	{
-		r->fail = true;
-		return NULL;
-	}
-	return (void *) (r->base + off);
-}
-
-/* Frees what read_snapshot malloc'd (not the mapped arrays). */
-static void
-shared_snapshot_free(HwSnapshot *s)
-{
-	if (s == NULL)
-		return;
-	for (int t = 0; t < s->ntables && s->tables; t++)
-	{
-		for (int c = 0; c < s->tables[t].ncols && s->tables[t].cols; c++)
-			free(s->tables[t].cols[c].name);
-		free(s->tables[t].cols);
-		free(s->tables[t].name);
-	}
-	free(s->tables);
-	for (int f = 0; f < s->nfks && s->fks; f++)
-		free(s->fks[f].name);
-	free(s->fks);
-	free(s);
-}
-
-static HwSnapshot *
-read_snapshot(Rd *r)
-{
-	HwSnapshot *s = calloc(1, sizeof(HwSnapshot));
-	size_t      nr, dt, nfp, npf;
-
-	if (s == NULL)
-		return NULL;
-	GETV(r, s->ntables);
-	GETV(r, s->nfks);
-	GETV(r, s->nrows);
-	GETV(r, s->d_text);
-	GETV(r, s->ncolumns);
-	GETV(r, s->ncat);
-	GETV(r, s->ntext);
-	GETV(r, s->ts_mean_us);
-	GETV(r, s->ts_std_us);
-	if (r->fail || s->ntables < 0 || s->ntables > 65535 || s->nfks < 0 || s->nfks > 65535 ||
-		s->d_text < 0 || s->ncolumns < 0)
-		goto bad;
-	nr = s->nrows;
-	dt = (size_t) s->d_text;
-	s->row_table = rd_array(r, nr * sizeof(uint16_t));
-	s->row_time_us = rd_array(r, nr * sizeof(int64_t));
-	s->fp_off = rd_array(r, (nr + 1) * sizeof(uint64_t));
-	nfp = s->fp_off ? s->fp_off[nr] : 0;
-	if (nfp > r->len)
-		goto bad;
-	s->fp_dst = rd_array(r, nfp * sizeof(uint32_t));
-	s->fp_fk = rd_array(r, nfp * sizeof(uint16_t));
-	s->pf_off = rd_array(r, (nr + 1) * sizeof(uint64_t));
-	npf = s->pf_off ? s->pf_off[nr] : 0;
-	if (npf > r->len)
-		goto bad;
-	s->pf_dst = rd_array(r, npf * sizeof(uint32_t));
-	s->pf_fk = rd_array(r, npf * sizeof(uint16_t));
-	s->col_emb = rd_array(r, (size_t) s->ncolumns * dt * sizeof(uint16_t));
-	s->cat_emb = rd_array(r, (size_t) s->ncat * dt * sizeof(uint16_t));
-	s->text_emb = rd_array(r, (size_t) s->ntext * dt * sizeof(uint16_t));
-	if (r->fail)
-		goto bad;
-	s->tables = calloc(Max(s->ntables, 1), sizeof(HwTable));
-	s->fks = calloc(Max(s->nfks, 1), sizeof(HwForeignKey));
-	if (s->tables == NULL || s->fks == NULL)
-		goto bad;
-	for (int t = 0; t < s->ntables; t++)
-	{
-		HwTable *tb = &s->tables[t];
-		size_t   n;
-
-		tb->name = rd_str(r);
-		GETV(r, tb->nrows);
-		GETV(r, tb->row_offset);
-		GETV(r, tb->ncols);
-		GETV(r, tb->time_col);
-		if (r->fail || tb->ncols < 0 || tb->ncols > 1600 || (size_t) tb->row_offset + tb->nrows > nr)
-		{
-			tb->ncols = 0;
-			goto bad;
-		}
-		n = tb->nrows;
-		tb->key_hash = rd_array(r, n * sizeof(uint64_t));
-		tb->key_order = rd_array(r, n * sizeof(uint32_t));
-		tb->cols = calloc(Max(tb->ncols, 1), sizeof(HwColumn));
-		if (tb->cols == NULL)
-		{
-			tb->ncols = 0;
-			goto bad;
-		}
-		for (int c = 0; c < tb->ncols; c++)
-		{
-			HwColumn *col = &tb->cols[c];
-
-			col->name = rd_str(r);
-			GETV(r, col->global_id);
-			GETV(r, col->stype);
-			GETV(r, col->null_count);
-			GETV(r, col->mean);
-			GETV(r, col->std);
-			GETV(r, col->min);
-			GETV(r, col->max);
-			GETV(r, col->cat_emb_start);
-			GETV(r, col->cat_emb_count);
-			col->valid = rd_array(r, n);
-			col->f32 = rd_array(r, n * sizeof(float));
-			col->i64 = rd_array(r, n * sizeof(int64_t));
-			col->u8 = rd_array(r, n);
-			col->u32 = rd_array(r, n * sizeof(uint32_t));
-		}
-		if (r->fail)
-			goto bad;
-	}
-	for (int f = 0; f < s->nfks; f++)
-	{
-		s->fks[f].name = rd_str(r);
-		GETV(r, s->fks[f].child_table);
-		GETV(r, s->fks[f].parent_table);
-	}
-	if (r->fail || r->off != r->n)
-		goto bad;
-	return s;
-bad:
-	shared_snapshot_free(s);
-	r->fail = true;
-	return NULL;
-}
 
 /* Removes a file that failed its checks, unless another backend has
  * already replaced it (same name, another file). */
@@ -618,48 +197,21 @@ remove_bad(const char *path, const struct stat *seen, const char *why)
 		(void) unlink(path);
 }
 
-/* Why the mapped file is not the one asked for, or NULL. */
-static const char *
-check_header(const uint8 *base, size_t len, int32 model_id, HwServedAt at, uint64 kh, uint64 vh,
-			 FileHeader *h)
-{
-	if (len < sizeof(FileHeader))
-		return "truncated header";
-	memcpy(h, base, sizeof(FileHeader));
-	if (memcmp(h->magic, SHARED_MAGIC, 8) != 0)
-		return "bad magic";
-	if (h->version != SHARED_VERSION || h->header_bytes != sizeof(FileHeader) ||
-		h->config_bytes != sizeof(HwModelConfig))
-		return "another format";
-	if (h->file_len != len)
-		return "wrong length (truncated or extended)";
-	if (file_hash(base + 16, len - 16) != h->checksum)
-		return "checksum mismatch";
-	if (h->model_id != model_id || h->checkpoint_id != at.checkpoint_id || h->average != (at.average ? 1 : 0) ||
-		h->key_hash != kh || h->version_hash != vh)
-		return "written for another model state";
-	if (h->numel <= 0 || h->params_off % SHARED_ALIGN != 0 || h->params_off < sizeof(FileHeader) ||
-		h->params_off > len || (uint64) h->numel > (len - h->params_off) / sizeof(float) ||
-		h->meta_off > len || h->meta_len > len - h->meta_off)
-		return "sections outside the file";
-	return NULL;
-}
-
 HwSharedModel *
 hw_serving_shared_open(int32 model_id, HwServedAt at, const char *key, const char *version)
 {
 	char          path[MAXPGPATH];
-	uint64        kh = key_hash(key);
-	uint64        vh = key_hash(version);
+	uint64        kh = hw_shared_key_hash(key);
+	uint64        vh = hw_shared_key_hash(version);
 	struct stat   st;
 	int           fd;
 	void         *base;
-	FileHeader    h;
+	HwSharedFileHeader    h;
 	const char   *why;
 	HwSharedModel *sm;
-	Rd            r;
+	HwSharedReader            r;
 
-	file_path(path, model_id, at, kh, vh);
+	hw_shared_file_path(path, model_id, at, kh, vh);
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
@@ -673,7 +225,7 @@ hw_serving_shared_open(int32 model_id, HwServedAt at, const char *key, const cha
 		CloseTransientFile(fd);
 		return NULL;
 	}
-	if (st.st_size < (off_t) sizeof(FileHeader))
+	if (st.st_size < (off_t) sizeof(HwSharedFileHeader))
 	{
 		CloseTransientFile(fd);
 		remove_bad(path, &st, "truncated header");
@@ -688,7 +240,7 @@ hw_serving_shared_open(int32 model_id, HwServedAt at, const char *key, const cha
 		ereport(LOG, (errmsg("headwater: could not map the shared model cache file \"%s\": %m", path)));
 		return NULL;
 	}
-	why = check_header(base, (size_t) st.st_size, model_id, at, kh, vh, &h);
+	why = hw_shared_check_header(base, (size_t) st.st_size, model_id, at, kh, vh, &h);
 	if (why)
 	{
 		munmap(base, (size_t) st.st_size);
@@ -706,8 +258,8 @@ hw_serving_shared_open(int32 model_id, HwServedAt at, const char *key, const cha
 	sm->cfg = h.cfg;
 	sm->params = (const float *) ((const uint8 *) base + h.params_off);
 	sm->numel = h.numel;
-	r = (Rd) {.base = base, .len = sm->len, .p = (const uint8 *) base + h.meta_off, .n = h.meta_len};
-	sm->snap = read_snapshot(&r);
+	r = (HwSharedReader) {.base = base, .len = sm->len, .p = (const uint8 *) base + h.meta_off, .n = h.meta_len};
+	sm->snap = hw_shared_read_snapshot(&r);
 	if (sm->snap == NULL)
 	{
 		hw_serving_shared_close(sm);
@@ -722,7 +274,7 @@ hw_serving_shared_close(HwSharedModel *sm)
 {
 	if (sm == NULL)
 		return;
-	shared_snapshot_free(sm->snap);
+	hw_shared_snapshot_free(sm->snap);
 	if (sm->base)
 		munmap(sm->base, sm->len);
 	free(sm);
@@ -818,8 +370,8 @@ hw_serving_shared_cleanup(int32 model_id, const char *key, HwServedAt at, const 
 {
 	int        n;
 	CacheFile *files = list_files(&n);
-	uint64     kh = key_hash(key);
-	uint64     vh = key_hash(version);
+	uint64     kh = hw_shared_key_hash(key);
+	uint64     vh = hw_shared_key_hash(version);
 
 	for (int i = 0; i < n; i++)
 	{

@@ -1,7 +1,8 @@
 /*
  * snapshot_store.c: the persisted snapshot (chunked bytea in
  * headwater.snapshot_chunk, STORAGE EXTERNAL) and its loading by any
- * process; rt_snapshot_info / rt_snapshot_bytes; mapping of core errors.
+ * process; rt_snapshot_info / rt_snapshot_bytes / rt_snapshot_row /
+ * rt_snapshot_edges.
  */
 #include "postgres.h"
 
@@ -21,65 +22,6 @@
 
 #include "hw_pg.h"
 #include "catalog_priv.h"
-
-/* ---------------------------------------------------------------- helpers */
-
-/*
- * The search_path every owner-context statement runs under: the caller's
- * path could name a schema of theirs holding an operator or function that
- * shadows a built-in (e.g. mal.=(text,text)), which would then run with the
- * owner's rights.  pg_temp last: never searched for functions or operators
- * unless named, and only after the trusted schemas for relations.
- */
-#define HW_OWNER_SEARCH_PATH "pg_catalog, headwater, pg_temp"
-
-void
-hw_become_owner(HwAsOwner *s)
-{
-	Oid nsp = get_namespace_oid("headwater", false);
-	HeapTuple tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	Oid owner;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for schema headwater");
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
-	ReleaseSysCache(tup);
-	GetUserIdAndSecContext(&s->save_userid, &s->save_sec_context);
-	/* pin the path before switching: a GUC nest level undone by
-	 * hw_restore_user, or by the transaction abort on ERROR (as PostgreSQL's
-	 * own maintenance commands do) */
-	s->guc_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", HW_OWNER_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	SetUserIdAndSecContext(owner, s->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-hw_restore_user(const HwAsOwner *s)
-{
-	SetUserIdAndSecContext(s->save_userid, s->save_sec_context);
-	AtEOXact_GUC(false, s->guc_nestlevel);
-}
-
-void
-hw_pg_raise_core_error(const HwError *err, const char *context_msg)
-{
-	int sqlstate;
-
-	switch (err ? err->code : HW_ERR_INTERNAL)
-	{
-		case HW_ERR_NOMEM: sqlstate = ERRCODE_OUT_OF_MEMORY; break;
-		case HW_ERR_INVALID: sqlstate = ERRCODE_INVALID_PARAMETER_VALUE; break;
-		case HW_ERR_CORRUPT: sqlstate = ERRCODE_DATA_CORRUPTED; break;
-		case HW_ERR_NUMERIC: sqlstate = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE; break;
-		case HW_ERR_CANCELLED: sqlstate = ERRCODE_QUERY_CANCELED; break;
-		default: sqlstate = ERRCODE_INTERNAL_ERROR; break;
-	}
-	ereport(ERROR,
-			(errcode(sqlstate),
-			 errmsg("%s: %s", context_msg ? context_msg : "headwater", err ? err->msg : "unknown error")));
-	pg_unreachable();
-}
 
 /* ---------------------------------------------------------------- storing */
 

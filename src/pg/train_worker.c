@@ -14,6 +14,7 @@
  * A worker gets no client messages, so its statement clock (now()) would
  * stay at its start: every transaction it runs starts through
  * hw_worker_start_transaction, and the times it writes are clock_timestamp().
+ * Its signals and the stop requests the loop polls: train_signals.c.
  */
 #include "postgres.h"
 
@@ -36,87 +37,7 @@
 
 #include "hw_pg.h"
 #include "hw_train.h"
-
-static volatile sig_atomic_t got_sigterm = false;
-static volatile sig_atomic_t got_sigint = false;
-
-static void
-hw_worker_sigterm(SIGNAL_ARGS)
-{
-	int save_errno = errno;
-
-	got_sigterm = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-/* A query cancel (pg_cancel_backend) of the worker is an rt_cancel: the
- * job stops at the next step boundary with a checkpoint, state cancelled.
- * PostgreSQL's own handler would raise an error in the middle of a step and
- * fail the job, losing the steps since the last checkpoint. */
-static void
-hw_worker_sigint(SIGNAL_ARGS)
-{
-	int save_errno = errno;
-
-	got_sigint = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-void
-hw_worker_start_transaction(void)
-{
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-}
-
-void
-hw_job_exec_committed(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls)
-{
-	HwAsOwner as_owner;
-
-	hw_worker_start_transaction();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	hw_become_owner(&as_owner);
-	if (SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0) < 0)
-		elog(ERROR, "headwater worker: could not run \"%s\"", sql);
-	hw_restore_user(&as_owner);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
-
-void
-hw_job_report_progress(HwJobShared *job, int32 step, double loss, double lr,
-					   double grad_norm, double tokens_per_s, double eta_s)
-{
-	SpinLockAcquire(&job->mutex);
-	job->step = step;
-	job->loss = loss;
-	job->lr = lr;
-	job->grad_norm = grad_norm;
-	job->tokens_per_s = tokens_per_s;
-	job->eta_s = eta_s;
-	job->progress_seq++;
-	SpinLockRelease(&job->mutex);
-}
-
-bool
-hw_job_should_stop(HwJobShared *job, bool *terminated)
-{
-	*terminated = got_sigterm;
-	if (got_sigint)
-		pg_atomic_write_u32(&job->cancel_requested, 1);
-	return got_sigterm || pg_atomic_read_u32(&job->cancel_requested) != 0;
-}
-
-bool
-hw_job_terminated(void)
-{
-	return got_sigterm;
-}
+#include "train_signals.h"
 
 static void
 set_message(HwJobShared *job, const char *msg)
@@ -156,9 +77,7 @@ hw_train_worker_main(Datum main_arg)
 	LOCKTAG     tag;
 	bool        locked;
 
-	pqsignal(SIGTERM, hw_worker_sigterm);
-	/* in place of the cancel handler PostgreSQL gives connected workers */
-	pqsignal(SIGINT, hw_worker_sigint);
+	hw_worker_install_signal_handlers();
 	BackgroundWorkerUnblockSignals();
 
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "headwater training worker");
@@ -230,7 +149,7 @@ hw_train_worker_main(Datum main_arg)
 
 		initStringInfo(&result);
 		state = hw_train_loop_run(job, &result);
-		if (got_sigterm)
+		if (hw_job_terminated())
 		{
 			char msg[256];
 			snprintf(msg, sizeof(msg),
