@@ -68,7 +68,7 @@ refused "PUBLIC cannot read headwater.tape" hw_reader "SELECT count(*) FROM head
 refused "nor can another role with its own models" hw_mallory "SELECT count(*) FROM headwater.tape" 'table tape'
 out=$(as hw_owner "SELECT count(*) > 0 AND bool_and(seq >= 0) FROM rt_tape('order_status')")
 expect "the owner reads its model's tape through rt_tape" $([ "$out" = t ] && echo 1 || echo 0) "$out"
-refused "rt_tape of another role's model is refused" hw_reader "SELECT count(*) FROM rt_tape('order_status')"
+refused "rt_tape of another role's model is refused" hw_reader "SELECT count(*) FROM rt_tape('shop.order_status')"
 
 # --------------------------------------------------------------------------
 # Inspection batches: per-call bounds, a storage limit, pruning.
