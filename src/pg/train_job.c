@@ -51,6 +51,7 @@
 
 #include "hw_pg.h"
 #include "hw_checkpoint.h"
+#include "hw_settings_pg.h"
 #include "hw_train.h"
 
 /*
@@ -435,6 +436,40 @@ up_to_date_result(const HwCheckpointInfo *at)
 	return jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+/* The worker's request, as jsonb text: {"model", "tasks" (absent: all),
+ * "task_weights" (absent: the default weights)}. */
+static char *
+worker_request(const char *model_name, ArrayType *tasks, Jsonb *options)
+{
+	JsonbParseState *ps = NULL;
+	JsonbValue *tw = options == NULL ? NULL
+		: getKeyJsonValueFromContainer(&options->root, "task_weights", strlen("task_weights"), NULL);
+	Jsonb      *j;
+
+	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	hw_pg_jsonb_push_string(&ps, WJB_KEY, "model");
+	hw_pg_jsonb_push_string(&ps, WJB_VALUE, model_name);
+	if (tasks != NULL)
+	{
+		Datum      *elems;
+		int         n;
+
+		deconstruct_array(tasks, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+		hw_pg_jsonb_push_string(&ps, WJB_KEY, "tasks");
+		(void) pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
+		for (int i = 0; i < n; i++)
+			hw_pg_jsonb_push_string(&ps, WJB_ELEM, TextDatumGetCString(elems[i]));
+		(void) pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
+	}
+	if (tw != NULL)
+	{
+		hw_pg_jsonb_push_string(&ps, WJB_KEY, "task_weights");
+		(void) pushJsonbValue(&ps, WJB_VALUE, tw);
+	}
+	j = JsonbValueToJsonb(pushJsonbValue(&ps, WJB_END_OBJECT, NULL));
+	return JsonbToCString(NULL, &j->root, VARSIZE(j));
+}
+
 PG_FUNCTION_INFO_V1(rt_train);
 Datum
 rt_train(PG_FUNCTION_ARGS)
@@ -451,7 +486,7 @@ rt_train(PG_FUNCTION_ARGS)
 	bool        wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
 	HwTrainSettings settings;
 
-	/* every argument and option, here and now (the worker checks again) */
+	/* every argument and option, here and now (the worker receives them checked) */
 	hw_train_settings_parse(&settings, steps, preset, device, options ? &options->root : NULL);
 	/* a lower bound (the real tables only add to it); the worker checks the
 	 * exact figure on the CPU.  A GPU's memory is the CUDA backend's concern. */
@@ -534,29 +569,15 @@ rt_train(PG_FUNCTION_ARGS)
 	bool isnull;
 	int64 job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	/* The request the worker reads: everything as one jsonb text. */
-	StringInfoData req;
-	initStringInfo(&req);
-	{
-		Oid     argtypes[5] = {TEXTOID, TEXTARRAYOID, TEXTOID, TEXTOID, JSONBOID};
-		Datum   values[5];
-		char    nulls[5] = {' ', tasks ? ' ' : 'n', ' ', ' ', options ? ' ' : 'n'};
+	/* What the worker reads besides the settings: the tasks to train and
+	 * their weights, names it matches against the model's tasks. */
+	char   *req = worker_request(model_name, tasks, options);
+	int     req_len = strlen(req);
 
-		values[0] = CStringGetTextDatum(model_name);
-		values[1] = tasks ? PointerGetDatum(tasks) : (Datum) 0;
-		values[2] = CStringGetTextDatum(preset);
-		values[3] = CStringGetTextDatum(device);
-		values[4] = options ? JsonbPGetDatum(options) : (Datum) 0;
-		if (SPI_execute_with_args("SELECT jsonb_build_object('model', $1, 'tasks', $2, 'preset', $3, "
-								  "'device', $4, 'options', coalesce($5, '{}'::jsonb))::text",
-								  5, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not build the training request");
-		appendStringInfoString(&req, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	}
-	if (req.len >= HW_JOB_REQUEST_MAX)
+	if (req_len >= HW_JOB_REQUEST_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("rt_train request is too long (%d bytes, at most %d)", req.len, HW_JOB_REQUEST_MAX - 1),
+				 errmsg("rt_train request is too long (%d bytes, at most %d)", req_len, HW_JOB_REQUEST_MAX - 1),
 				 errhint("Pass fewer tasks or shorter options.")));
 
 	/* the worker caps, counted under the server's launch lock, kept until
@@ -574,7 +595,10 @@ rt_train(PG_FUNCTION_ARGS)
 	job->wait = wait;
 	/* a test hook for superusers only (PGC_SUSET), never an rt_train option */
 	job->debug_rank_stall_ms = hw_debug_rank_stall_ms;
-	strlcpy(job->request, req.data, sizeof(job->request));
+	/* validated here, resume merged: the worker uses them as they are */
+	job->settings = settings;
+	job->resume_checkpoint_id = resuming ? at.checkpoint_id : -1;
+	strlcpy(job->request, req, sizeof(job->request));
 	pg_atomic_init_u32(&job->cancel_requested, 0);
 	SpinLockInit(&job->mutex);
 	job->phase = HW_PHASE_LAUNCHED;
