@@ -66,7 +66,9 @@ typedef struct HwJobShared
 	int32       debug_rank_stall_ms;          /* headwater.debug_rank_stall_ms of the caller */
 	HwSettings  settings;                     /* validated by the caller (train_options.c), resume merged */
 	int64       resume_checkpoint_id;         /* the checkpoint the job resumes; -1: a new run */
-	char        request[HW_JOB_REQUEST_MAX];  /* jsonb text: {"model", "tasks", "task_weights"} */
+	char        request[HW_JOB_REQUEST_MAX];  /* jsonb text: {model, tasks, preset, device, options}:
+											   * the job row's record; the worker reads the tasks
+											   * and task_weights */
 
 	pg_atomic_uint32 cancel_requested;
 
@@ -107,9 +109,7 @@ void   hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *pre
 void   hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat);
 /* threads clamped to the server's online CPUs (0 stays 0: all of them). */
 int    hw_train_clamp_threads(int threads);
-/* options.task_weights[task] (validated: 0..1e6), or dflt when absent;
- * options: any object with a "task_weights" member (rt_train's options, the
- * worker's request). */
+/* options.task_weights[task] (validated: 0..1e6), or dflt when absent. */
 double hw_train_task_weight(JsonbContainer *options, const char *task, double dflt);
 /* A run that resumes from checkpoint ck keeps the sampler ck was trained
  * with: each sampler option (and the seed) that options (may be NULL) does

@@ -129,7 +129,7 @@ hw_pg_jsonb_push_string(JsonbParseState **ps, JsonbIteratorToken tok, const char
 	JsonbValue  v;
 
 	v.type = jbvString;
-	v.val.string.val = (char *) s;
+	v.val.string.val = pstrdup(s);     /* the parse state keeps the pointer */
 	v.val.string.len = strlen(s);
 	(void) pushJsonbValue(ps, tok, &v);
 }
@@ -140,7 +140,8 @@ push_key(JsonbParseState **ps, const char *key)
 	hw_pg_jsonb_push_string(ps, WJB_KEY, key);
 }
 
-/* One value from its JSON text (hw_setting_format's kinds). */
+/* One value from its JSON text (hw_setting_format's kinds); the parse
+ * state keeps pointers into the value until the end, so a string is copied. */
 static void
 push_value(JsonbParseState **ps, HwJsonKind kind, const char *text)
 {
@@ -154,7 +155,7 @@ push_value(JsonbParseState **ps, HwJsonKind kind, const char *text)
 	else if (kind == HW_JSON_STRING)
 	{
 		v.type = jbvString;
-		v.val.string.val = (char *) text;
+		v.val.string.val = pstrdup(text);
 		v.val.string.len = strlen(text);
 	}
 	else

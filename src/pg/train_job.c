@@ -437,13 +437,14 @@ up_to_date_result(const HwCheckpointInfo *at)
 }
 
 /* The worker's request, as jsonb text: {"model", "tasks" (absent: all),
- * "task_weights" (absent: the default weights)}. */
+ * "preset", "device", "options"}: what the job row records as the call
+ * gave it, and the tasks to train with their weights (the settings
+ * themselves go to the worker validated, HwJobShared.settings). */
 static char *
-worker_request(const char *model_name, ArrayType *tasks, Jsonb *options)
+worker_request(const char *model_name, ArrayType *tasks, const char *preset, const char *device,
+			   Jsonb *options)
 {
 	JsonbParseState *ps = NULL;
-	JsonbValue *tw = options == NULL ? NULL
-		: getKeyJsonValueFromContainer(&options->root, "task_weights", strlen("task_weights"), NULL);
 	Jsonb      *j;
 
 	(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
@@ -461,10 +462,24 @@ worker_request(const char *model_name, ArrayType *tasks, Jsonb *options)
 			hw_pg_jsonb_push_string(&ps, WJB_ELEM, TextDatumGetCString(elems[i]));
 		(void) pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
 	}
-	if (tw != NULL)
+	hw_pg_jsonb_push_string(&ps, WJB_KEY, "preset");
+	hw_pg_jsonb_push_string(&ps, WJB_VALUE, preset);
+	hw_pg_jsonb_push_string(&ps, WJB_KEY, "device");
+	hw_pg_jsonb_push_string(&ps, WJB_VALUE, device);
+	hw_pg_jsonb_push_string(&ps, WJB_KEY, "options");
+	if (options != NULL)
 	{
-		hw_pg_jsonb_push_string(&ps, WJB_KEY, "task_weights");
-		(void) pushJsonbValue(&ps, WJB_VALUE, tw);
+		JsonbValue  ov;
+
+		ov.type = jbvBinary;
+		ov.val.binary.data = &options->root;
+		ov.val.binary.len = VARSIZE(options) - VARHDRSZ;
+		(void) pushJsonbValue(&ps, WJB_VALUE, &ov);
+	}
+	else
+	{
+		(void) pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+		(void) pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
 	}
 	j = JsonbValueToJsonb(pushJsonbValue(&ps, WJB_END_OBJECT, NULL));
 	return JsonbToCString(NULL, &j->root, VARSIZE(j));
@@ -569,9 +584,8 @@ rt_train(PG_FUNCTION_ARGS)
 	bool isnull;
 	int64 job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	/* What the worker reads besides the settings: the tasks to train and
-	 * their weights, names it matches against the model's tasks. */
-	char   *req = worker_request(model_name, tasks, options);
+	/* What the worker reads besides the settings (as text, parsed once there). */
+	char   *req = worker_request(model_name, tasks, preset, device, options);
 	int     req_len = strlen(req);
 
 	if (req_len >= HW_JOB_REQUEST_MAX)

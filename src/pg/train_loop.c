@@ -104,13 +104,16 @@ request_trains_task(Jsonb *req, const char *task)
 
 /*
  * The job's settings (validated by the calling backend, HwJobShared) and
- * the weight of each task, from the request ({model, tasks, task_weights},
- * parsed once here).  Caller in a transaction.
+ * the weight of each task, from the request ({model, tasks, preset, device,
+ * options}: the tasks and options.task_weights, parsed once here).  Caller
+ * in a transaction.
  */
 static void
 read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 {
 	Jsonb      *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
+	JsonbValue *ov = getKeyJsonValueFromContainer(&req->root, "options", strlen("options"), NULL);
+	JsonbContainer *options = ov != NULL && ov->type == jbvBinary ? ov->val.binary.data : NULL;
 	double      total = 0;
 
 	strlcpy(st->model_name, request_string(req, "model", "?"), sizeof(st->model_name));
@@ -126,8 +129,8 @@ read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 	 * sqrt(their train seeds) each (at least 1), so a big task is seen more
 	 * often without drowning a small one; a single task weighs 1. */
 	/* outlives the transaction (and SPI): the worker's top context */
-	bool        given = getKeyJsonValueFromContainer(&req->root, "task_weights", strlen("task_weights"),
-													 NULL) != NULL;
+	bool        given = options != NULL &&
+		getKeyJsonValueFromContainer(options, "task_weights", strlen("task_weights"), NULL) != NULL;
 	int         ntrained = 0;
 
 	for (int t = 0; t < ntasks; t++)
@@ -141,7 +144,7 @@ read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 
 			if (!given && ntrained > 1)
 				dflt = sqrt((double) Max(1, tasks[t]->split_count[HW_SPLIT_TRAIN]));
-			st->task_weights[t] = hw_train_task_weight(&req->root, tasks[t]->name, dflt);
+			st->task_weights[t] = hw_train_task_weight(options, tasks[t]->name, dflt);
 			if (ntrained > 1)
 				ereport(LOG, (errmsg("headwater: training job %lld: task \"%s\" weighs %g (%u train seeds%s)",
 									 (long long) job->job_id, tasks[t]->name, st->task_weights[t],
