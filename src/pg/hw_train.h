@@ -21,6 +21,7 @@
 #include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 
 #include "model.h"
@@ -121,6 +122,20 @@ struct HwCheckpointInfo;
 void   hw_train_settings_check_sampler(const HwTrainSettings *st);
 void   hw_train_settings_resume_sampler(HwTrainSettings *st, const struct HwCheckpointInfo *ck,
 										JsonbContainer *options);
+
+/* train_checks.c: rt_train's checks before a launch (caller in SPI, as
+ * owner; each an ERROR with SQLSTATE and hint): the model has tasks and
+ * tasks (may be NULL: all) names only existing ones; the tasks array has
+ * no NULL and is not empty; options.task_weights names tasks being trained
+ * and leaves one a positive weight; the calling role can SELECT every
+ * source table.  hw_train_worker_request: the request text of the worker
+ * ({model, tasks, preset, device, options}). */
+void   hw_train_check_tasks_exist(int32 model_id, ArrayType *tasks_arr, const char *model_name);
+void   hw_train_check_tasks_array(ArrayType *tasks_arr);
+void   hw_train_check_task_weights(int32 model_id, ArrayType *tasks_arr, Jsonb *options, const char *model_name);
+void   hw_train_check_source_privileges(int32 model_id, const char *model_name, Oid role);
+char  *hw_train_worker_request(const char *model_name, ArrayType *tasks, const char *preset,
+							   const char *device, Jsonb *options);
 
 /* train_limits.c: the caps on training workers (GUCs in headwater.c).
  * hw_train_launch_limits_lock takes the server's launch lock (transaction
