@@ -273,14 +273,6 @@ hw_checkpoint_load_state(int64 checkpoint_id, size_t *len)
 	return out;
 }
 
-uint8 *
-hw_checkpoint_load_latest(int32 model_id, HwCheckpointInfo *info, size_t *len)
-{
-	if (!hw_checkpoint_find(model_id, -2, info))
-		return NULL;
-	return hw_checkpoint_load_state(info->checkpoint_id, len);
-}
-
 void
 hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 {

@@ -108,9 +108,6 @@ bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_i
  * caller's context (SPI_palloc), so it survives SPI_finish. */
 uint8 *hw_checkpoint_load_state(int64 checkpoint_id, size_t *len);
 
-/* The resume point's (-2 above) state and info, or NULL when there is none. */
-uint8 *hw_checkpoint_load_latest(int32 model_id, HwCheckpointInfo *info, size_t *len);
-
 /* The sampler settings the checkpoint was trained with. */
 void   hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg);
 

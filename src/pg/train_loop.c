@@ -392,6 +392,60 @@ dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *r
 	return *terminated ? HW_OK : rc;
 }
 
+/* Data parallel: the ranks (devices "all": every visible GPU, 1 on the
+ * CPU) and the threads of each rank (the CPUs split between the ranks'
+ * OpenMP teams, at least 1 each). */
+static int
+resolve_ranks(const TrainSettings *st, int *rank_threads)
+{
+	int         W = st->s.ranks;
+
+	*rank_threads = st->threads;
+	if (st->s.devices_all)
+	{
+		const char *why_not = NULL;
+
+		W = strcmp(st->s.device, "cpu") == 0 ? 0 : hw_pg_cuda_device_count(&why_not);
+		W = Max(1, Min(W, HW_TRAIN_MAX_RANKS));
+	}
+	if (W > 1)
+	{
+		int ncpu = st->threads > 0 ? st->threads : hw_train_clamp_threads(1 << 20);
+
+		*rank_threads = Max(1, ncpu / W);
+	}
+	return W;
+}
+
+/* The model: the resumed checkpoint's state, or a new one of the settings. */
+static HwModel *
+create_or_resume_model(TrainSettings *st, HwJobShared *job, const uint8 *state_blob, size_t state_len,
+					   uint16_t *col_emb, int32_t ncols, uint16_t *cat_emb, uint32_t ncat, HwBackend *be)
+{
+	HwError     err = {0};
+	HwModel    *model;
+
+	if (state_blob != NULL)
+	{
+		model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+		if (model == NULL)
+			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
+		/* the schedule follows the new total, continuing from the lr it
+		 * had at the resume step (no jump; optim.c) */
+		hw_lr_schedule_extend((HwModelConfig *) hw_model_config(model), hw_model_step(model),
+							  job->steps_target);
+		return model;
+	}
+	/* on the CPU the model lives in the server's memory: refuse what
+	 * would not fit rather than be killed by the kernel */
+	if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
+		hw_train_check_memory(&st->s, ncols, (int32) ncat);
+	model = hw_model_create(&st->s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+	if (model == NULL)
+		hw_pg_raise_core_error(&err, "creating the model");
+	return model;
+}
+
 static const char *
 train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 {
@@ -433,46 +487,11 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	HwSampler  *sampler = res->sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
 	if (sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
-	/* data parallel: W ranks; 'all' devices = every visible GPU (1 on the CPU) */
-	int         W = st.s.ranks, A = st.s.grad_accum;
-	int         rank_threads = st.threads;
-
-	if (st.s.devices_all)
-	{
-		const char *why_not = NULL;
-
-		W = strcmp(st.s.device, "cpu") == 0 ? 0 : hw_pg_cuda_device_count(&why_not);
-		W = Max(1, Min(W, HW_TRAIN_MAX_RANKS));
-	}
-	if (W > 1)
-	{
-		/* split the CPUs between the ranks' OpenMP teams (at least 1 each) */
-		int ncpu = st.threads > 0 ? st.threads : hw_train_clamp_threads(1 << 20);
-
-		rank_threads = Max(1, ncpu / W);
-	}
+	int         A = st.s.grad_accum, rank_threads;
+	int         W = resolve_ranks(&st, &rank_threads);
 	HwBackend  *be = res->be = hw_pg_backend_create_rank(st.s.device, rank_threads, 0, job);
-	HwModel    *model;
-	if (state_blob != NULL)
-	{
-		model = res->model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
-		if (model == NULL)
-			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
-		/* the schedule follows the new total, continuing from the lr it
-		 * had at the resume step (no jump; optim.c) */
-		hw_lr_schedule_extend((HwModelConfig *) hw_model_config(model), hw_model_step(model),
-							  job->steps_target);
-	}
-	else
-	{
-		/* on the CPU the model lives in the server's memory: refuse what
-		 * would not fit rather than be killed by the kernel */
-		if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
-			hw_train_check_memory(&st.s, ncols, (int32) ncat);
-		model = res->model = hw_model_create(&st.s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
-		if (model == NULL)
-			hw_pg_raise_core_error(&err, "creating the model");
-	}
+	HwModel    *model = res->model = create_or_resume_model(&st, job, state_blob, state_len, col_emb, ncols,
+															  cat_emb, ncat, be);
 	const HwModelConfig *mc = hw_model_config(model);
 	int64       step = hw_model_step(model);
 	int         V = W * A;
