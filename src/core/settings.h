@@ -7,11 +7,12 @@
  * fills, whether a resumed run keeps it from its checkpoint, whether each
  * checkpoint stores it, whether rt_sample_batches takes it too, and the one
  * line that describes it.  Everything else reads the table: rt_train's
- * options and their hints (src/pg/train_options.c), rt_sample_batches's
- * sampler options (src/pg/batch_sql.c), the config each checkpoint stores
- * and the merge of a resumed run (src/pg/checkpoint_config.c),
- * rt_settings() and the option table of docs/user_guide.md (checked
- * against the table by test/unit/test_settings.c).
+ * options, their hints and the merge of a resumed run
+ * (src/pg/train_options.c), rt_sample_batches's sampler options
+ * (src/pg/batch_sql.c), the config each checkpoint stores, written and read
+ * as one jsonb (src/pg/settings_json.c, checkpoint.c), rt_settings() and
+ * the option table of docs/user_guide.md (checked against the table by
+ * test/unit/test_settings.c).
  *
  * Adding an option is one row in hw_settings[] plus the code that uses its
  * field: a new field goes in HwSettings (or in HwModelConfig /

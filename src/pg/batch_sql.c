@@ -329,7 +329,8 @@ sample_option(const char *key, const JsonbValue *v, void *arg)
 						d->choices ? errhint("%s", d->choices) : 0));
 	}
 	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					errmsg("option \"%s\" must be an integer from %.0f to %.0f, got \"%s\"", key, d->min, d->max, got),
+					errmsg("option \"%s\" must be an integer from %.0f to %.0f, got %s", key, d->min, d->max,
+						   hw_pg_json_value_text(v)),
 					errhint("%s", hw_pg_setting_hint(d))));
 }
 
