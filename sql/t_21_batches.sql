@@ -67,6 +67,9 @@ WHERE NOT s.is_padding AND s.table_name = 'orders' ORDER BY b, s.position;
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"nosuch": 1}');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"child_sampling": "newest"}');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"recent_children": 20}');
+-- the sampler options have rt_train's ranges (the settings table)
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"child_width": 65}');
+SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '{"max_rows": "5"}');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', options => '[]');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', 'val');
 SELECT * FROM rt_sample_batches('bt', 'bt_amount', 'nosplit');

@@ -50,3 +50,11 @@ SELECT count(*) AS checkpoints FROM headwater.checkpoint;
 SET client_min_messages = warning;
 SELECT rt_drop_model('m40');
 DROP SCHEMA t40 CASCADE;
+
+-- the options as rows (the settings table): the sampler's, with their ranges
+-- and what a resumed run keeps; rt_sample_batches takes the same ranges
+SELECT name, type, value_range, default_value, kept_on_resume
+FROM rt_settings() WHERE setting_group = 'sampler' ORDER BY name;
+SELECT count(*) AS options, count(*) FILTER (WHERE kept_on_resume) AS kept,
+       count(*) FILTER (WHERE name = 'hosts') AS hosts
+FROM rt_settings();

@@ -5,8 +5,8 @@
 -- rt_model_params) and the same losses at every step; one rank without
 -- accumulation does not (the check has teeth).  A rank that times out
 -- fails the job naming it; headwater.rendezvous holds the ranks; the options
--- (hosts too: several hosts are refused, not built yet) are checked at call
--- time.
+-- are checked at call time (hosts, for training across machines, is planned:
+-- an unknown option).
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
@@ -93,7 +93,6 @@ SELECT o AS options, e.code AS sqlstate, e.message, e.hint
 FROM (VALUES ('{"ranks": 0}'), ('{"ranks": 65}'), ('{"ranks": "2"}'), ('{"devices": "some"}'),
              ('{"devices": 0}'), ('{"ranks": 2, "devices": 2}'), ('{"grad_accum": 0}'),
              ('{"grad_accum": 2000}'), ('{"check_every": 0}'), ('{"rank_timeout": 0}'),
-             ('{"hosts": []}'), ('{"hosts": "h1"}'), ('{"hosts": ["h1", "h1"]}'), ('{"hosts": ["h1", 2]}'),
-             ('{"hosts": [""]}'), ('{"hosts": ["db1", "db2"]}')) v(o),
+             ('{"hosts": ["db1"]}'), ('{"hosts": ["db1", "db2"]}')) v(o),
      LATERAL pg_temp.err(format('SELECT rt_train(%L, steps => 10, preset => %L, options => %L)',
                                 'm44', 'tiny', o)) e;

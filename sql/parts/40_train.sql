@@ -123,6 +123,13 @@ AS 'MODULE_PATHNAME', 'rt_train' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_train(text, int, text[], text, jsonb, text, bool) IS
 'train a model in a background worker; steps is the total (resumes from the last checkpoint of the current run; options => ''{"restart": true}'' starts a new run); returns final metrics, or the job id when wait => false';
 
+CREATE FUNCTION rt_settings()
+RETURNS TABLE (name text, type text, value_range text, default_value text, setting_group text,
+               kept_on_resume boolean, description text)
+AS 'MODULE_PATHNAME', 'rt_settings' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION rt_settings() IS
+'the options of rt_train: type, range, default, group (model, sampler, schedule, infrastructure), whether a resumed run keeps its checkpoint''s value unless the call names it, and what each means';
+
 CREATE FUNCTION rt_wait(job bigint) RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_wait' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION rt_wait(bigint) IS 'wait for a training job, relaying progress; returns its result';

@@ -18,14 +18,30 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/json.h"
 #include "utils/snapmgr.h"
 
 #include "hw_pg.h"
 #include "hw_checkpoint.h"
+#include "hw_settings_pg.h"
 #include "hw_train.h"
 
 #define CHUNK_BYTES (1024 * 1024)
+
+/* The config a checkpoint stores (settings.h, HW_SETTING_STORED): the
+ * model's own config, the sampler it trained with. */
+static Jsonb *
+checkpoint_config(const HwModelConfig *mc, const HwSamplerConfig *scfg, const char *preset)
+{
+	HwSettings  st;
+
+	memset(&st, 0, sizeof(st));
+	st.mcfg = *mc;
+	st.scfg = *scfg;
+	st.mcfg.batch_size = scfg->batch_size;
+	st.mcfg.seq_len = scfg->seq_len;
+	st.mcfg.seed = scfg->seed;
+	return hw_pg_settings_to_jsonb(&st, preset);
+}
 
 int64
 hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint64 sampler_position,
@@ -38,7 +54,6 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 	HwAsOwner   as_owner;
 	int64       ckpt_id;
 	bool        isnull;
-	const HwModelConfig *mc = hw_model_config(m);
 
 	if (hw_model_state_serialize(m, &blob, &len, &err) != HW_OK)
 		hw_pg_raise_core_error(&err, "serializing the training state");
@@ -49,32 +64,11 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 	hw_become_owner(&as_owner);
 	PG_TRY();
 	{
-		StringInfoData preset_json;
-
-		initStringInfo(&preset_json);
-		escape_json(&preset_json, preset);
-		char *config = psprintf("{\"preset\": %s, \"d_model\": %d, \"n_heads\": %d, \"n_layers\": %d, "
-								"\"batch_size\": %d, \"seq_len\": %d, \"max_rows\": %d, \"child_width\": %d, "
-								"\"child_sampling\": \"%s\", \"recent_children\": %d, \"key_cells\": %s, \"descendant_counts\": %s, "
-								"\"future_parents\": \"%s\", \"seed\": %llu, \"lr\": %g, \"total_steps\": %d, "
-								"\"rel_time\": %s, \"link_types\": %s, \"child_counts\": %s, \"child_means\": %s, "
-								"\"cell_dropout\": %g, \"ema_decay\": %g, \"ordinal_head\": %s, \"count_ramps\": %s, \"head_adamw\": %s, "
-								"\"weight_decay\": %g, \"head_weight_decay\": %g}",
-								preset_json.data, mc->d_model, mc->n_heads, mc->n_layers, scfg->batch_size,
-								scfg->seq_len, scfg->max_rows, scfg->bfs_child_width,
-								hw_child_sampling_name(scfg->child_sampling), scfg->recent_children,
-								scfg->key_cells ? "true" : "false", scfg->descendant_counts ? "true" : "false",
-								hw_future_parents_name(scfg->future_parents),
-								(unsigned long long) scfg->seed, mc->lr, mc->total_steps, mc->rel_time ? "true" : "false",
-								mc->link_types ? "true" : "false", mc->child_counts ? "true" : "false",
-								mc->child_means ? "true" : "false", (double) scfg->cell_dropout,
-								(double) mc->ema_decay, mc->ordinal_head ? "true" : "false",
-								mc->count_ramps ? "true" : "false", mc->head_adamw ? "true" : "false",
-								(double) mc->weight_decay, (double) mc->head_weight_decay);
-		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, TEXTOID, INT8OID};
+		Jsonb  *config = checkpoint_config(hw_model_config(m), scfg, preset);
+		Oid     argtypes[8] = {INT4OID, INT8OID, INT4OID, INT8OID, FLOAT8OID, BOOLOID, JSONBOID, INT8OID};
 		Datum   values[8] = {Int32GetDatum(model_id), Int64GetDatum(job_id),
 							 Int32GetDatum((int32) hw_model_step(m)), Int64GetDatum((int64) sampler_position),
-							 Float8GetDatum(val), BoolGetDatum(best), CStringGetTextDatum(config),
+							 Float8GetDatum(val), BoolGetDatum(best), JsonbPGetDatum(config),
 							 Int64GetDatum(lineage)};
 		char    nulls[8] = {' ', job_id > 0 ? ' ' : 'n', ' ', ' ', isnan(val) ? 'n' : ' ', ' ', ' ', ' '};
 
@@ -87,7 +81,7 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 		/* clock_timestamp: the worker's transactions all share one now() */
 		if (SPI_execute_with_args("INSERT INTO headwater.checkpoint (model_id, job_id, step, sampler_position, "
 								  "val_metric, is_best, config, lineage, created_at) "
-								  "VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, clock_timestamp()) "
+								  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp()) "
 								  "RETURNING checkpoint_id",
 								  8, argtypes, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert into headwater.checkpoint");
@@ -147,25 +141,6 @@ hw_checkpoint_save(int64 job_id, int32 model_id, int64 lineage, HwModel *m, uint
 	return ckpt_id;
 }
 
-static char *
-json_text(const char *config, const char *key)
-{
-	Oid     argtypes[2] = {TEXTOID, TEXTOID};
-	Datum   values[2] = {CStringGetTextDatum(config), CStringGetTextDatum(key)};
-
-	if (SPI_execute_with_args("SELECT $1::jsonb ->> $2", 2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		return NULL;
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-}
-
-static int64
-json_int(const char *config, const char *key, int64 dflt)
-{
-	char   *v = json_text(config, key);
-
-	return v ? strtoll(v, NULL, 10) : dflt;
-}
-
 bool
 hw_val_metric_higher_better(const char *metric)
 {
@@ -199,13 +174,13 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 				   "  cm.loss ASC NULLS LAST, (cm.weights = 'average') DESC NULLS LAST, " \
 				   "  c.is_best DESC, c.step DESC, c.checkpoint_id DESC LIMIT 1"
 	if (checkpoint_id >= 0)
-		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
+		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config, c.lineage, cm.weights "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
 			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 AND ($4 = '' OR cm.weights = $4) "
 			  "WHERE c.model_id = $1 AND c.checkpoint_id = $2 " TASK_ORDER;
 	else if (checkpoint_id == -1)
 		/* serving: the newest run with a checkpoint; in it, as above */
-		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config::text, c.lineage, cm.weights "
+		sql = "SELECT c.checkpoint_id, c.step, c.sampler_position, c.config, c.lineage, cm.weights "
 			  "FROM headwater.checkpoint c LEFT JOIN headwater.checkpoint_metric cm "
 			  "  ON cm.checkpoint_id = c.checkpoint_id AND cm.task_id = $3 AND ($4 = '' OR cm.weights = $4) "
 			  "WHERE c.model_id = $1 AND $2 = $2 AND c.lineage = "
@@ -213,7 +188,7 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 	else
 		/* resume point: the latest of the run of the newest job that started
 		 * training (a restart with no checkpoint yet leaves nothing to resume) */
-		sql = "SELECT checkpoint_id, step, sampler_position, config::text, lineage, NULL::text "
+		sql = "SELECT checkpoint_id, step, sampler_position, config, lineage, NULL::text "
 			  "FROM headwater.checkpoint "
 			  "WHERE model_id = $1 AND $2 = $2 AND $3 = $3 AND $4 = $4 AND lineage = "
 			  "  (SELECT lineage FROM headwater.job WHERE model_id = $1 AND lineage IS NOT NULL "
@@ -229,7 +204,8 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 	info->checkpoint_id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
 	info->step = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
 	info->sampler_position = (uint64) DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
-	char *config = SPI_getvalue(tup, td, 4);
+	bool  config_null;
+	Datum config = SPI_getbinval(tup, td, 4, &config_null);
 	info->lineage = DatumGetInt64(SPI_getbinval(tup, td, 5, &isnull));
 	{
 		char *w = SPI_getvalue(tup, td, 6);
@@ -237,39 +213,15 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 		info->average = w == NULL || strcmp(w, "average") == 0;
 	}
 
-	info->batch_size = (int32) json_int(config, "batch_size", 32);
-	info->seq_len = (int32) json_int(config, "seq_len", 1024);
-	info->max_rows = (int32) json_int(config, "max_rows", 200);
-	info->child_width = (int32) json_int(config, "child_width", 16);
-	/* checkpoints from before these options were trained with uniform
-	 * children and key cells: keep predicting as they were trained */
-	char *cs = json_text(config, "child_sampling");
-	char *kc = json_text(config, "key_cells");
-
-	info->child_sampling = cs ? hw_child_sampling_from_name(cs) : HW_CHILD_UNIFORM;
-	info->recent_children = (int32) json_int(config, "recent_children", -1);
-	info->key_cells = kc ? strcmp(kc, "true") == 0 : true;
-	/* descendant counts came later still: absent, the checkpoint was trained without */
-	char *dc = json_text(config, "descendant_counts");
-
-	info->descendant_counts = dc ? strcmp(dc, "true") == 0 : false;
-	/* ... but not with future parents: a checkpoint from before the option
-	 * was trained following them, and predicting or evaluating that way
-	 * would show it rows from after the observation time (inflated val and
-	 * test metrics); it gets the leak-free default.  The parameters do not
-	 * depend on it, so the checkpoint loads as before. */
-	char *fp = json_text(config, "future_parents");
-
-	info->future_parents = fp && hw_future_parents_from_name(fp) >= 0
-		? hw_future_parents_from_name(fp) : HW_FUTURE_PARENTS_HIDE;
-	info->seed = (uint64) json_int(config, "seed", 0);
-	info->has_seed = json_text(config, "seed") != NULL;
+	/* the stored config, with the defaults and absent values of what it lacks */
+	if (hw_settings_defaults(&info->config, "small", 1, NULL) != HW_OK)
+		elog(ERROR, "no small preset");
+	hw_pg_settings_from_jsonb(config_null ? NULL : &DatumGetJsonbP(config)->root, &info->config,
+							  info->config_present, info->config_valid);
 	/* a run without a parameter average serves its parameters: one cache
 	 * entry and file, whichever weights a row names */
 	{
-		char *ed = json_text(config, "ema_decay");
-
-		info->has_average = ed != NULL && strtod(ed, NULL) > 0;
+		info->has_average = info->config.mcfg.ema_decay > 0;
 		if (weights != HW_WEIGHTS_BEST)
 			info->average = weights == HW_WEIGHTS_AVERAGE;
 		if (!info->has_average)
@@ -321,26 +273,21 @@ hw_checkpoint_load_state(int64 checkpoint_id, size_t *len)
 	return out;
 }
 
-uint8 *
-hw_checkpoint_load_latest(int32 model_id, HwCheckpointInfo *info, size_t *len)
-{
-	if (!hw_checkpoint_find(model_id, -2, info))
-		return NULL;
-	return hw_checkpoint_load_state(info->checkpoint_id, len);
-}
-
 void
 hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 {
+	const HwSettingDef *seed = hw_setting_find("seed");
+
 	hw_sampler_config_default(cfg);
-	cfg->batch_size = info->batch_size;
-	cfg->seq_len = info->seq_len;
-	cfg->max_rows = info->max_rows;
-	cfg->bfs_child_width = info->child_width;
-	cfg->child_sampling = info->child_sampling;
-	cfg->recent_children = info->recent_children;
-	cfg->key_cells = info->key_cells;
-	cfg->descendant_counts = info->descendant_counts;
-	cfg->future_parents = info->future_parents;
-	cfg->seed = info->seed;
+	cfg->batch_size = info->config.mcfg.batch_size;
+	cfg->seq_len = info->config.mcfg.seq_len;
+	cfg->max_rows = info->config.scfg.max_rows;
+	cfg->bfs_child_width = info->config.scfg.bfs_child_width;
+	cfg->child_sampling = info->config.scfg.child_sampling;
+	cfg->recent_children = info->config.scfg.recent_children;
+	cfg->key_cells = info->config.scfg.key_cells;
+	cfg->descendant_counts = info->config.scfg.descendant_counts;
+	cfg->future_parents = info->config.scfg.future_parents;
+	/* a config without a seed was sampled with seed 0 */
+	cfg->seed = info->config_present[hw_setting_index(seed)] ? info->config.mcfg.seed : 0;
 }

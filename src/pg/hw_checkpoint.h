@@ -26,6 +26,7 @@
 
 #include "model.h"
 #include "sampler.h"
+#include "settings.h"
 
 typedef struct HwCheckpointInfo
 {
@@ -34,13 +35,13 @@ typedef struct HwCheckpointInfo
 	int32   step;
 	uint64  sampler_position;   /* next train batch number */
 	double  best_val;           /* best val loss among its run's checkpoints (inf if none) */
-	int32   batch_size, seq_len, max_rows, child_width;
-	int32   child_sampling, recent_children;    /* HwChildSampling; -1 = half the width */
-	bool    key_cells;
-	bool    descendant_counts;  /* absent from old checkpoints: false (trained without) */
-	int32   future_parents;     /* HwFutureParents; absent from old checkpoints: hide */
-	uint64  seed;
-	bool    has_seed;           /* the config names its seed (a resumed run keeps it) */
+	/* its stored config (settings.h, HW_SETTING_STORED): what it lacks is
+	 * the row's absent value (a checkpoint from before the setting), else
+	 * today's default; config_present[i] says whether row i was stored,
+	 * config_valid[i] whether its value is of its type and range */
+	HwSettings config;
+	bool    config_present[HW_SETTINGS_MAX];
+	bool    config_valid[HW_SETTINGS_MAX];
 	/* which weights predictions read (serving): the parameter average when
 	 * the task's best validation there was the average's, or when the task
 	 * has no validation row (a state without an average serves its
@@ -106,9 +107,6 @@ bool   hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_i
 /* Caller in SPI (as owner): the serialized training state, allocated in the
  * caller's context (SPI_palloc), so it survives SPI_finish. */
 uint8 *hw_checkpoint_load_state(int64 checkpoint_id, size_t *len);
-
-/* The resume point's (-2 above) state and info, or NULL when there is none. */
-uint8 *hw_checkpoint_load_latest(int32 model_id, HwCheckpointInfo *info, size_t *len);
 
 /* The sampler settings the checkpoint was trained with. */
 void   hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg);

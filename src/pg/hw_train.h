@@ -21,10 +21,12 @@
 #include "port/atomics.h"
 #include "storage/dsm.h"
 #include "storage/spin.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 
 #include "model.h"
 #include "sampler.h"
+#include "settings.h"
 
 #define HW_JOB_REQUEST_MAX 8192
 
@@ -63,7 +65,11 @@ typedef struct HwJobShared
 	int32       steps_target;
 	bool        wait;                         /* a caller relays progress */
 	int32       debug_rank_stall_ms;          /* headwater.debug_rank_stall_ms of the caller */
-	char        request[HW_JOB_REQUEST_MAX];  /* jsonb text: tasks, preset, device, options */
+	HwSettings  settings;                     /* validated by the caller (train_options.c), resume merged */
+	int64       resume_checkpoint_id;         /* the checkpoint the job resumes; -1: a new run */
+	char        request[HW_JOB_REQUEST_MAX];  /* jsonb text: {model, tasks, preset, device, options}:
+											   * the job row's record; the worker reads the tasks
+											   * and task_weights */
 
 	pg_atomic_uint32 cancel_requested;
 
@@ -85,35 +91,12 @@ typedef struct HwJobShared
 /* Limits of rt_train's arguments (train_options.c; docs/user_guide.md). */
 #define HW_TRAIN_MAX_STEPS   1000000000
 #define HW_TRAIN_MAX_TOKENS  1048576      /* batch_size * seq_len */
-#define HW_TRAIN_MAX_RANKS   64           /* data-parallel ranks (threads or GPUs) */
+#define HW_TRAIN_MAX_RANKS   HW_SETTINGS_MAX_RANKS   /* data-parallel ranks (threads or GPUs) */
 
-/* The validated settings of one training job, from rt_train's arguments and
- * options: the calling backend parses them to reject bad values at call
- * time, the worker parses the same request again before using it. */
-typedef struct HwTrainSettings
-{
-	int32       steps;              /* total optimiser steps */
-	char        preset[16];         /* tiny | small | base ('auto' resolved) */
-	char        device[16];         /* auto | cpu | cuda */
-	bool        restart;
-	int32       log_every;
-	int32       val_every;
-	int32       val_batches;
-	int32       val_rows;           /* per task: its own metric on min(n_val, val_rows) val rows */
-	int32       checkpoint_every;
-	int32       threads;            /* as asked; 0 = every CPU (the worker clamps) */
-	double      progress_seconds;
-	double      max_minutes;        /* time budget of the call; 0: none */
-	/* data parallel (docs/distributed.md): ranks x grad_accum micro-batches per step */
-	int32       ranks;              /* options ranks / devices (1) */
-	bool        devices_all;        /* devices: "all": every visible GPU (the worker resolves it) */
-	bool        ranks_given;
-	int32       grad_accum;         /* micro-batches per rank and step (1) */
-	int32       check_every;        /* steps between parameter checksum comparisons (100) */
-	double      rank_timeout;       /* seconds a collective waits for every rank (600) */
-	HwModelConfig   mcfg;           /* preset + overrides, validated */
-	HwSamplerConfig scfg;           /* batch_size, seq_len, seed, max_rows, child_width, threads */
-} HwTrainSettings;
+/* The validated settings of one training job, from rt_train's arguments
+ * and options (src/core/settings.h): the calling backend parses and checks
+ * them and hands them to the worker in HwJobShared. */
+typedef HwSettings HwTrainSettings;
 
 /* train_options.c.  Validates steps, preset, device and options (a JSON
  * object, or NULL) and fills st; any bad value is ERROR 22023 naming the
@@ -129,9 +112,6 @@ void   hw_train_check_memory(const HwTrainSettings *st, int32 ncols, int32 ncat)
 int    hw_train_clamp_threads(int threads);
 /* options.task_weights[task] (validated: 0..1e6), or dflt when absent. */
 double hw_train_task_weight(JsonbContainer *options, const char *task, double dflt);
-/* The options object of a parsed request ({model, tasks, preset, device,
- * options}), or NULL. */
-JsonbContainer *hw_train_request_options(Jsonb *request);
 /* A run that resumes from checkpoint ck keeps the sampler ck was trained
  * with: each sampler option (and the seed) that options (may be NULL) does
  * not name is taken from ck, not from today's default.  ERROR 22023 when
@@ -142,6 +122,20 @@ struct HwCheckpointInfo;
 void   hw_train_settings_check_sampler(const HwTrainSettings *st);
 void   hw_train_settings_resume_sampler(HwTrainSettings *st, const struct HwCheckpointInfo *ck,
 										JsonbContainer *options);
+
+/* train_checks.c: rt_train's checks before a launch (caller in SPI, as
+ * owner; each an ERROR with SQLSTATE and hint): the model has tasks and
+ * tasks (may be NULL: all) names only existing ones; the tasks array has
+ * no NULL and is not empty; options.task_weights names tasks being trained
+ * and leaves one a positive weight; the calling role can SELECT every
+ * source table.  hw_train_worker_request: the request text of the worker
+ * ({model, tasks, preset, device, options}). */
+void   hw_train_check_tasks_exist(int32 model_id, ArrayType *tasks_arr, const char *model_name);
+void   hw_train_check_tasks_array(ArrayType *tasks_arr);
+void   hw_train_check_task_weights(int32 model_id, ArrayType *tasks_arr, Jsonb *options, const char *model_name);
+void   hw_train_check_source_privileges(int32 model_id, const char *model_name, Oid role);
+char  *hw_train_worker_request(const char *model_name, ArrayType *tasks, const char *preset,
+							   const char *device, Jsonb *options);
 
 /* train_limits.c: the caps on training workers (GUCs in headwater.c).
  * hw_train_launch_limits_lock takes the server's launch lock (transaction

@@ -51,6 +51,7 @@
 
 #include "hw_pg.h"
 #include "hw_checkpoint.h"
+#include "hw_settings_pg.h"
 #include "hw_train.h"
 
 /*
@@ -282,144 +283,6 @@ fail_stale_jobs(int32 model_id)
 						  1, argtypes, values, NULL, false, 0);
 }
 
-static void
-validate_tasks(int32 model_id, ArrayType *tasks_arr, const char *model_name)
-{
-	Oid     argtypes[2] = {INT4OID, TEXTARRAYOID};
-	Datum   values[2] = {Int32GetDatum(model_id), tasks_arr ? PointerGetDatum(tasks_arr) : (Datum) 0};
-	char    nulls[2] = {' ', tasks_arr ? ' ' : 'n'};
-
-	if (SPI_execute_with_args("SELECT count(*) FROM headwater.task WHERE model_id = $1",
-							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read headwater.task");
-	bool isnull;
-	int64 ntasks = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (ntasks == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("model \"%s\" has no tasks to train on", model_name),
-				 errhint("Create one with rt_create_task(%s, 'task_name', query => ...).",
-						 quote_literal_cstr(model_name))));
-	if (tasks_arr == NULL)
-		return;
-	if (SPI_execute_with_args("SELECT t FROM unnest($2) AS t WHERE NOT EXISTS "
-							  "(SELECT 1 FROM headwater.task k WHERE k.model_id = $1 AND k.name = t)",
-							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read headwater.task");
-	if (SPI_processed > 0)
-	{
-		char *t = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task \"%s\" does not exist in model \"%s\"", t, model_name),
-				 errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(model_name))));
-	}
-}
-
-/* The tasks argument, before any lookup: no NULL element, not empty. */
-static void
-check_tasks_array(ArrayType *tasks_arr)
-{
-	if (tasks_arr == NULL)
-		return;
-	if (array_contains_nulls(tasks_arr))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tasks must not contain NULL"),
-				 errhint("tasks => ARRAY['task', ...] names tasks of the model; leave it NULL to train all of them.")));
-	if (ArrayGetNItems(ARR_NDIM(tasks_arr), ARR_DIMS(tasks_arr)) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tasks must name at least one task"),
-				 errhint("tasks => ARRAY['task', ...] names tasks of the model; leave it NULL to train all of them.")));
-}
-
-/*
- * options.task_weights names tasks this call trains, and leaves at least
- * one of them a positive weight (its values were checked by
- * hw_train_settings_parse).  Caller in SPI, as owner.
- */
-static void
-check_task_weights(int32 model_id, ArrayType *tasks_arr, Jsonb *options, const char *model_name)
-{
-	Oid         argtypes[3] = {INT4OID, TEXTOID, TEXTARRAYOID};
-	Datum       values[3];
-	char        nulls[3] = {' ', ' ', tasks_arr ? ' ' : 'n'};
-	JsonbValue *tw;
-	JsonbIterator *it;
-	JsonbValue  k;
-	JsonbIteratorToken tok;
-	double      total = 0;
-	bool        isnull;
-
-	if (options == NULL ||
-		(tw = getKeyJsonValueFromContainer(&options->root, "task_weights", strlen("task_weights"), NULL)) == NULL)
-		return;
-	values[0] = Int32GetDatum(model_id);
-	values[2] = tasks_arr ? PointerGetDatum(tasks_arr) : (Datum) 0;
-	it = JsonbIteratorInit(tw->val.binary.data);
-	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
-	{
-		char   *name;
-
-		if (tok != WJB_KEY)
-			continue;
-		name = pnstrdup(k.val.string.val, k.val.string.len);
-		values[1] = CStringGetTextDatum(name);
-		if (SPI_execute_with_args("SELECT EXISTS (SELECT 1 FROM headwater.task WHERE model_id = $1 AND name = $2), "
-								  "$3 IS NULL OR $2 = ANY ($3)",
-								  3, argtypes, values, nulls, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not read headwater.task");
-		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for rt_train option \"task_weights\": task \"%s\" does not exist in model \"%s\"",
-							name, model_name),
-					 errhint("task_weights maps task names to weights; rt_tasks(%s) lists the model's tasks.",
-							 quote_literal_cstr(model_name))));
-		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for rt_train option \"task_weights\": task \"%s\" is not in tasks", name),
-					 errhint("task_weights may only name the tasks being trained: add \"%s\" to tasks => ... or drop it from task_weights.",
-							 name)));
-	}
-	if (SPI_execute_with_args("SELECT name FROM headwater.task WHERE model_id = $1 AND ($3 IS NULL OR name = ANY ($3))",
-							  3, argtypes, (Datum[]) {values[0], (Datum) 0, values[2]}, (char[]) {' ', 'n', nulls[2]},
-							  true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read headwater.task");
-	for (uint64 i = 0; i < SPI_processed; i++)
-		total += hw_train_task_weight(&options->root,
-									  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), 1.0);
-	if (!(total > 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for rt_train option \"task_weights\": every task being trained has weight 0"),
-				 errhint("Give at least one task a weight above 0 (a task not named weighs 1).")));
-}
-
-/* A role that cannot read every source table of the model cannot train it. */
-static void
-check_source_privileges(int32 model_id, const char *model_name, Oid role)
-{
-	Oid     argtypes[2] = {INT4OID, OIDOID};
-	Datum   values[2] = {Int32GetDatum(model_id), ObjectIdGetDatum(role)};
-
-	if (SPI_execute_with_args("SELECT format('%I.%I', m.source_schema, t.table_name) "
-							  "FROM headwater.model m JOIN headwater.model_table t USING (model_id) "
-							  "WHERE m.model_id = $1 AND NOT has_table_privilege($2, "
-							  "format('%I.%I', m.source_schema, t.table_name), 'SELECT') LIMIT 1",
-							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read headwater.model_table");
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to train model \"%s\": role \"%s\" cannot SELECT from %s",
-						model_name, GetUserNameFromId(GetUserId(), false),
-						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-				 errhint("Training reads the model's source tables as the calling role; GRANT SELECT on them.")));
-}
-
 /* The result of a call that has nothing to train (steps = the resume point). */
 static Jsonb *
 up_to_date_result(const HwCheckpointInfo *at)
@@ -451,13 +314,13 @@ rt_train(PG_FUNCTION_ARGS)
 	bool        wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
 	HwTrainSettings settings;
 
-	/* every argument and option, here and now (the worker checks again) */
+	/* every argument and option, here and now (the worker receives them checked) */
 	hw_train_settings_parse(&settings, steps, preset, device, options ? &options->root : NULL);
 	/* a lower bound (the real tables only add to it); the worker checks the
 	 * exact figure on the CPU.  A GPU's memory is the CUDA backend's concern. */
 	if (strcmp(settings.device, "cuda") != 0)
 		hw_train_check_memory(&settings, 1, 0);
-	check_tasks_array(tasks);
+	hw_train_check_tasks_array(tasks);
 
 	int32 model_id = hw_pg_model_id(model_name, false);
 	Oid   caller = GetUserId();
@@ -469,9 +332,9 @@ rt_train(PG_FUNCTION_ARGS)
 	/* headwater's tables are read and written as their owner; the source
 	 * tables' privileges are checked for the calling role explicitly */
 	hw_become_owner(&as_owner);
-	validate_tasks(model_id, tasks, model_name);
-	check_task_weights(model_id, tasks, options, model_name);
-	check_source_privileges(model_id, model_name, caller);
+	hw_train_check_tasks_exist(model_id, tasks, model_name);
+	hw_train_check_task_weights(model_id, tasks, options, model_name);
+	hw_train_check_source_privileges(model_id, model_name, caller);
 
 	/* One launch at a time per model (file comment); held until our worker
 	 * holds the training lock, released at once by an error. */
@@ -534,29 +397,14 @@ rt_train(PG_FUNCTION_ARGS)
 	bool isnull;
 	int64 job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	/* The request the worker reads: everything as one jsonb text. */
-	StringInfoData req;
-	initStringInfo(&req);
-	{
-		Oid     argtypes[5] = {TEXTOID, TEXTARRAYOID, TEXTOID, TEXTOID, JSONBOID};
-		Datum   values[5];
-		char    nulls[5] = {' ', tasks ? ' ' : 'n', ' ', ' ', options ? ' ' : 'n'};
+	/* What the worker reads besides the settings (as text, parsed once there). */
+	char   *req = hw_train_worker_request(model_name, tasks, preset, device, options);
+	int     req_len = strlen(req);
 
-		values[0] = CStringGetTextDatum(model_name);
-		values[1] = tasks ? PointerGetDatum(tasks) : (Datum) 0;
-		values[2] = CStringGetTextDatum(preset);
-		values[3] = CStringGetTextDatum(device);
-		values[4] = options ? JsonbPGetDatum(options) : (Datum) 0;
-		if (SPI_execute_with_args("SELECT jsonb_build_object('model', $1, 'tasks', $2, 'preset', $3, "
-								  "'device', $4, 'options', coalesce($5, '{}'::jsonb))::text",
-								  5, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not build the training request");
-		appendStringInfoString(&req, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-	}
-	if (req.len >= HW_JOB_REQUEST_MAX)
+	if (req_len >= HW_JOB_REQUEST_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("rt_train request is too long (%d bytes, at most %d)", req.len, HW_JOB_REQUEST_MAX - 1),
+				 errmsg("rt_train request is too long (%d bytes, at most %d)", req_len, HW_JOB_REQUEST_MAX - 1),
 				 errhint("Pass fewer tasks or shorter options.")));
 
 	/* the worker caps, counted under the server's launch lock, kept until
@@ -574,7 +422,10 @@ rt_train(PG_FUNCTION_ARGS)
 	job->wait = wait;
 	/* a test hook for superusers only (PGC_SUSET), never an rt_train option */
 	job->debug_rank_stall_ms = hw_debug_rank_stall_ms;
-	strlcpy(job->request, req.data, sizeof(job->request));
+	/* validated here, resume merged: the worker uses them as they are */
+	job->settings = settings;
+	job->resume_checkpoint_id = resuming ? at.checkpoint_id : -1;
+	strlcpy(job->request, req, sizeof(job->request));
 	pg_atomic_init_u32(&job->cancel_requested, 0);
 	SpinLockInit(&job->mutex);
 	job->phase = HW_PHASE_LAUNCHED;

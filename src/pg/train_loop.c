@@ -38,6 +38,7 @@
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include "hw_train.h"
+#include "hw_train_val.h"
 #include "hw_checkpoint.h"
 #include "hw_device.h"
 #include "metrics.h"
@@ -54,7 +55,7 @@
 typedef struct TrainSettings
 {
 	char        model_name[NAMEDATALEN];
-	HwTrainSettings s;            /* validated again here (train_options.c) */
+	HwTrainSettings s;            /* as the calling backend validated them (HwJobShared) */
 	int         threads;          /* s.threads clamped to the server's CPUs */
 	double     *task_weights;     /* [ntasks] */
 } TrainSettings;
@@ -102,20 +103,21 @@ request_trains_task(Jsonb *req, const char *task)
 }
 
 /*
- * Reads the request (the jsonb text rt_train put in shared memory) into
- * settings, checking every value again: the worker trusts nothing it did not
- * check itself, so no value can crash it.  Caller in a transaction.
+ * The job's settings (validated by the calling backend, HwJobShared) and
+ * the weight of each task, from the request ({model, tasks, preset, device,
+ * options}: the tasks and options.task_weights, parsed once here).  Caller
+ * in a transaction.
  */
 static void
 read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 {
 	Jsonb      *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
-	JsonbContainer *options = hw_train_request_options(req);
+	JsonbValue *ov = getKeyJsonValueFromContainer(&req->root, "options", strlen("options"), NULL);
+	JsonbContainer *options = ov != NULL && ov->type == jbvBinary ? ov->val.binary.data : NULL;
 	double      total = 0;
 
 	strlcpy(st->model_name, request_string(req, "model", "?"), sizeof(st->model_name));
-	hw_train_settings_parse(&st->s, job->steps_target, request_string(req, "preset", "auto"),
-							request_string(req, "device", "auto"), options);
+	st->s = job->settings;
 	st->threads = hw_train_clamp_threads(st->s.threads);
 	if (st->threads != st->s.threads)
 		ereport(LOG, (errmsg("headwater: training job %lld uses %d threads (asked for %d; the server has %d CPUs)",
@@ -159,271 +161,28 @@ read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
 	st->s.scfg.task_weights = st->task_weights;
 }
 
-/* Validation: mean loss over val_batches batches 0..n-1 of the val split
- * (the same batches every time, so the numbers are comparable). */
-static double
-validate(HwModel *model, HwSampler *sampler, int nbatches)
-{
-	HwError err = {0};
-	double  sum = 0;
-	int     done = 0;
-
-	for (int k = 0; k < nbatches; k++)
-	{
-		HwBatch *b = NULL;
-		float    loss;
-
-		if (hw_sampler_batch(sampler, HW_SPLIT_VAL, (uint64_t) k, &b, NULL, &err) != HW_OK)
-			break;              /* no val seeds: no validation */
-		int rc = hw_model_eval(model, b, &loss, NULL, &err);
-		hw_batch_free(b);
-		check_core(rc, &err, "validation");
-		sum += loss;
-		done++;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return done ? sum / done : NAN;
-}
-
 /*
- * Per-task validation: each trained task (weight > 0) on a fixed sample of
- * its val split (min(n_val, val_rows) rows spread evenly over the shard, the
- * same every time), its own metric (auroc, accuracy, mae, mae_days) with
- * src/core/metrics.c and its mean loss on the same rows.  Fills out[] (one
- * per task evaluated) and returns how many.  Rows with a NULL target count
- * in the loss, not in the metric.
+ * The state of the checkpoint the calling backend chose to resume
+ * (HwJobShared.resume_checkpoint_id; its settings are merged already), or
+ * NULL for a new run.  Caller in SPI, as owner; the blob outlives the
+ * transaction.
  */
-static int
-validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **tasks, int ntasks,
-			   const double *weights, int val_rows, HwTaskValMetric *out, bool average)
+static uint8 *
+load_resume_state(HwJobShared *job, HwCheckpointInfo *resume, size_t *len)
 {
-	HwError err = {0};
-	int     nout = 0;
-	int     maxb = Max(1, hw_sampler_config(vs)->batch_size);
+	uint8      *b, *blob;
 
-	if (val_rows <= 0)
-		return 0;
-	for (int t = 0; t < ntasks; t++)
-	{
-		const HwTask *task = tasks[t];
-		uint32  n;
-		const uint32_t *idx = hw_sampler_shard(vs, t, HW_SPLIT_VAL, &n);
-
-		if (!(weights[t] > 0) || idx == NULL || n == 0)
-			continue;
-		uint32  k = Min(n, (uint32) val_rows);
-		uint32 *sel = palloc(sizeof(uint32) * k);
-		double *pred = palloc(sizeof(double) * k);     /* P(true) / value in target units */
-		int32  *label = palloc(sizeof(int32) * k);
-		double  loss_sum = 0;
-		int32   K = 1;
-
-		for (uint32 j = 0; j < k; j++)
-			sel[j] = idx[(uint64) j * n / k];
-		for (uint32 off = 0; off < k; off += maxb)
-		{
-			int     nb = (int) Min((uint32) maxb, k - off);
-			HwBatch *b = NULL;
-			float   loss;
-
-			if (hw_sampler_seed_batch(vs, t, sel + off, nb, &b, &err) != HW_OK)
-				hw_pg_raise_core_error(&err, "sampling the validation rows");
-			int32 Kb = (int32) Max(1, b->cat_emb_count);
-			/* a categorical target outside its block (NULL truth): a placeholder id */
-			if (b->target_stype == HW_ST_CATEGORICAL)
-				for (int64 c = 0; c < (int64) b->B * b->S; c++)
-					if (b->is_target[c] && (b->categorical_embed_ids[c] < b->cat_emb_start ||
-											b->categorical_embed_ids[c] >= b->cat_emb_start + b->cat_emb_count))
-						b->categorical_embed_ids[c] = b->cat_emb_start;
-			HwPredictions *pr = hw_predictions_alloc(b->B, Kb);
-			if (pr == NULL)
-			{
-				hw_batch_free(b);
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in validation")));
-			}
-			int rc = hw_model_eval(model, b, &loss, pr, &err);
-			int stype = b->target_stype;
-			hw_batch_free(b);
-			if (rc != HW_OK)
-			{
-				hw_predictions_free(pr);
-				hw_pg_raise_core_error(&err, "validation");
-			}
-			K = Kb;
-			loss_sum += (double) loss * nb;
-			for (int i = 0; i < nb; i++)
-			{
-				label[off + i] = 0;
-				if (stype == HW_ST_TIMESTAMP)
-					pred[off + i] = pr->ts[i * HW_TS_DIM + HW_TS_DIM - 1] * snap->ts_std_us + snap->ts_mean_us;
-				else if (stype == HW_ST_NUMERICAL)
-					pred[off + i] = hw_task_decode_numerical(task, pr->value[i], NULL);
-				else
-					pred[off + i] = pr->value[i];
-				if (stype == HW_ST_CATEGORICAL)
-					for (int c = 1; c < Kb; c++)
-						if (pr->cat_probs[(size_t) i * Kb + c] > pr->cat_probs[(size_t) i * Kb + label[off + i]])
-							label[off + i] = c;
-			}
-			hw_predictions_free(pr);
-			CHECK_FOR_INTERRUPTS();
-		}
-
-		/* the rows with a non-NULL truth */
-		int64   m = 0;
-		double *yd = palloc(sizeof(double) * k), *pd = palloc(sizeof(double) * k);
-		int32  *yc = palloc(sizeof(int32) * k), *pc = palloc(sizeof(int32) * k);
-		uint8  *yb = palloc(k);
-		HwTaskValMetric *o = &out[nout++];
-
-		for (uint32 j = 0; j < k; j++)
-		{
-			uint32 i = sel[j];
-			if (task->target_null[i])
-				continue;
-			yd[m] = task->target[i];
-			yb[m] = task->target[i] != 0;
-			yc[m] = task->kind == HW_TASK_QUERY ? (int32) task->target[i] : (int32) task->target[i] - task->cat_base;
-			pd[m] = pred[j];
-			pc[m] = Min(label[j], K - 1);
-			m++;
-		}
-		o->task_id = task->task_id;
-		o->average = average;
-		o->loss = loss_sum / k;
-		o->n_rows = (int32) m;
-		o->value = NAN;
-		switch (task->target_stype)
-		{
-			case HW_ST_BOOLEAN:
-			{
-				HwBinaryMetrics bm;
-				o->metric = "auroc";
-				if (m > 0 && hw_metrics_binary(yb, pd, m, &bm, &err) == HW_OK)
-					o->value = bm.auroc;
-				break;
-			}
-			case HW_ST_CATEGORICAL:
-			{
-				HwCategoricalMetrics cm;
-				o->metric = "accuracy";
-				if (m > 0 && hw_metrics_categorical(yc, pc, m, K, &cm, &err) == HW_OK)
-					o->value = cm.accuracy;
-				break;
-			}
-			case HW_ST_TIMESTAMP:
-			{
-				HwRegressionMetrics rm;
-				o->metric = "mae_days";
-				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
-					o->value = rm.mae / 86400e6;
-				break;
-			}
-			default:
-			{
-				HwRegressionMetrics rm;
-				o->metric = "mae";
-				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
-					o->value = rm.mae;
-				break;
-			}
-		}
-		pfree(sel); pfree(pred); pfree(label); pfree(yd); pfree(pd); pfree(yc); pfree(pc); pfree(yb);
-	}
-	return nout;
-}
-
-/* Per-task validation rows of headwater.train_log, and the job's val_metrics. */
-static void
-log_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTaskValMetric *vm, int nvm)
-{
-	for (int i = 0; i < nvm; i++)
-	{
-		const char *name = "?";
-		for (int t = 0; t < ntasks; t++)
-			if (tasks[t]->task_id == vm[i].task_id)
-				name = tasks[t]->name;
-		Oid     argtypes[9] = {INT8OID, INT4OID, INT4OID, TEXTOID, FLOAT8OID, TEXTOID, FLOAT8OID, INT4OID, TEXTOID};
-		Datum   values[9] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
-							 CStringGetTextDatum(name), Float8GetDatum(vm[i].loss),
-							 CStringGetTextDatum(vm[i].metric), Float8GetDatum(vm[i].value),
-							 Int32GetDatum(vm[i].n_rows), CStringGetTextDatum(hw_weights_name(vm[i].average))};
-		char    nulls[9] = {' ', ' ', ' ', ' ', isfinite(vm[i].loss) ? ' ' : 'n', ' ',
-							isfinite(vm[i].value) ? ' ' : 'n', ' ', ' '};
-
-		/* and on the job (rt_status): {"val_loss": .., "<task>": {"<metric>": .., "loss": ..,
-		 * ["average": {"<metric>": .., "loss": ..}]}}: a validation writes the last
-		 * parameters' row first, so the average's nests in it; the log's row of the
-		 * average says "weights": "average" */
-		hw_job_exec_committed(
-			"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, task, loss, metrics) "
-			"VALUES ($1, $2, $3, 'val', $4, $5, jsonb_build_object($6, $7, 'n_rows', $8) || "
-			"  CASE WHEN $9 = 'average' THEN jsonb_build_object('weights', $9) ELSE '{}'::jsonb END)) "
-			"UPDATE headwater.job SET val_metrics = coalesce(val_metrics, '{}'::jsonb) || "
-			"  jsonb_build_object($4, CASE WHEN $9 = 'average' "
-			"    THEN coalesce(val_metrics->$4, '{}'::jsonb) || jsonb_build_object('average', jsonb_build_object($6, $7, 'loss', $5)) "
-			"    ELSE jsonb_build_object($6, $7, 'loss', $5) END) WHERE job_id = $1",
-			9, argtypes, values, nulls);
-	}
-}
-
-/* The validation's per-task metrics as a status line (relayed as a NOTICE). */
-static void
-report_task_val(HwJobShared *job, int step, HwTask **tasks, int ntasks, const HwTaskValMetric *vm, int nvm)
-{
-	StringInfoData msg;
-
-	if (nvm == 0)
-		return;
-	initStringInfo(&msg);
-	appendStringInfo(&msg, "validation at step %d:", step);
-	/* one entry per task: the last parameters', and the average's beside
-	 * it (the status line is bounded: HwJobShared.message) */
-	for (int i = 0, first = 1; i < nvm; i++)
-	{
-		const char *name = "?";
-		const HwTaskValMetric *avg = NULL;
-
-		if (vm[i].average)
-			continue;
-		for (int t = 0; t < ntasks; t++)
-			if (tasks[t]->task_id == vm[i].task_id)
-				name = tasks[t]->name;
-		for (int j = 0; j < nvm; j++)
-			if (vm[j].average && vm[j].task_id == vm[i].task_id)
-				avg = &vm[j];
-		appendStringInfo(&msg, "%s %s %s %.4g (loss %.4g", first ? "" : ",", name, vm[i].metric, vm[i].value,
-						 vm[i].loss);
-		if (avg)
-			appendStringInfo(&msg, "; average %.4g, loss %.4g", avg->value, avg->loss);
-		appendStringInfo(&msg, "; %d rows)", vm[i].n_rows);
-		first = 0;
-	}
-	SpinLockAcquire(&job->mutex);
-	strlcpy(job->message, msg.data, sizeof(job->message));
-	job->progress_seq++;
-	SpinLockRelease(&job->mutex);
-	pfree(msg.data);
-}
-
-static void
-log_row(HwJobShared *job, int step, const char *split, double loss, double lr, double gnorm, double tps)
-{
-	Oid     argtypes[8] = {INT8OID, INT4OID, INT4OID, TEXTOID, FLOAT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
-	Datum   values[8] = {Int64GetDatum(job->job_id), Int32GetDatum(job->model_id), Int32GetDatum(step),
-						 CStringGetTextDatum(split), Float8GetDatum(loss), Float8GetDatum(lr),
-						 Float8GetDatum(gnorm), Float8GetDatum(tps)};
-	char    nulls[8] = {' ', ' ', ' ', ' ', isnan(loss) ? 'n' : ' ', ' ', ' ', ' '};
-
-	hw_job_exec_committed(
-		"WITH l AS (INSERT INTO headwater.train_log (job_id, model_id, step, split, loss, lr, grad_norm, tokens_per_s) "
-		"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)), "
-		"h AS (UPDATE headwater.rendezvous SET heartbeat = clock_timestamp() WHERE job_id = $1 AND state = 'running') "
-		"UPDATE headwater.job SET step = $3, updated_at = clock_timestamp(), tokens_per_s = $8, "
-		"loss = CASE WHEN $4 = 'train' THEN $5 ELSE loss END, "
-		"val_metrics = CASE WHEN $4 = 'val' THEN jsonb_build_object('val_loss', $5) ELSE val_metrics END "
-		"WHERE job_id = $1",
-		8, argtypes, values, nulls);
+	if (job->resume_checkpoint_id < 0)
+		return NULL;
+	if (!hw_checkpoint_find(job->model_id, job->resume_checkpoint_id, resume))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("checkpoint %lld to resume from no longer exists", (long long) job->resume_checkpoint_id),
+				 errhint("Call rt_train again; it resumes from the latest checkpoint.")));
+	b = hw_checkpoint_load_state(resume->checkpoint_id, len);
+	blob = MemoryContextAlloc(TopMemoryContext, Max(*len, 1));
+	memcpy(blob, b, *len);
+	return blob;
 }
 
 /*
@@ -498,63 +257,6 @@ release_resources(TrainResources *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/*
- * ", \"serving\": {task: {checkpoint_id, step, weights, metric, value}}" for each
- * trained task: the checkpoint prediction uses for it (hw_checkpoint_find_task)
- * and its val metric there (metric and value null for a checkpoint without
- * one).  Worker, outside a transaction.
- */
-static void
-append_serving(StringInfo result, int32 model_id, HwTask **tasks, int ntasks, const double *weights)
-{
-	HwAsOwner   as_owner;
-	bool        first = true;
-
-	hw_worker_start_transaction();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	SPI_connect();
-	hw_become_owner(&as_owner);
-	appendStringInfoString(result, ", \"serving\": {");
-	for (int t = 0; t < ntasks; t++)
-	{
-		HwCheckpointInfo info = {0};
-
-		if (!(weights[t] > 0) || !hw_checkpoint_find_task(model_id, tasks[t]->task_id, -1, HW_WEIGHTS_BEST, &info))
-			continue;
-		/* what its predictions read (info.average: only where the run kept one) */
-		const char *served = hw_weights_name(info.average);
-		Oid     argtypes[3] = {INT8OID, INT4OID, TEXTOID};
-		Datum   values[3] = {Int64GetDatum(info.checkpoint_id), Int32GetDatum(tasks[t]->task_id),
-							 CStringGetTextDatum(served)};
-		char   *metric = NULL, *value = NULL;
-
-		if (SPI_execute_with_args("SELECT metric, value FROM headwater.checkpoint_metric "
-								  "WHERE checkpoint_id = $1 AND task_id = $2 AND weights = $3",
-								  3, argtypes, values, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		{
-			metric = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		}
-		if (!first)
-			appendStringInfoString(result, ", ");
-		first = false;
-		escape_json(result, tasks[t]->name);
-		appendStringInfo(result, ": {\"checkpoint_id\": %lld, \"step\": %d, \"weights\": \"%s\", \"metric\": ",
-						 (long long) info.checkpoint_id, info.step, served);
-		if (metric)
-			escape_json(result, metric);
-		else
-			appendStringInfoString(result, "null");
-		appendStringInfo(result, ", \"value\": %s}",
-						 value && strcmp(value, "NaN") != 0 && strcmp(value, "Infinity") != 0 &&
-						 strcmp(value, "-Infinity") != 0 ? value : "null");
-	}
-	appendStringInfoChar(result, '}');
-	hw_restore_user(&as_owner);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
 
 /*
  * Data parallel (docs/distributed.md): ranks 1..W-1 get their own backend
@@ -690,6 +392,60 @@ dp_step(TrainResources *r, const HwModelConfig *mc0, bool check, HwStepResult *r
 	return *terminated ? HW_OK : rc;
 }
 
+/* Data parallel: the ranks (devices "all": every visible GPU, 1 on the
+ * CPU) and the threads of each rank (the CPUs split between the ranks'
+ * OpenMP teams, at least 1 each). */
+static int
+resolve_ranks(const TrainSettings *st, int *rank_threads)
+{
+	int         W = st->s.ranks;
+
+	*rank_threads = st->threads;
+	if (st->s.devices_all)
+	{
+		const char *why_not = NULL;
+
+		W = strcmp(st->s.device, "cpu") == 0 ? 0 : hw_pg_cuda_device_count(&why_not);
+		W = Max(1, Min(W, HW_TRAIN_MAX_RANKS));
+	}
+	if (W > 1)
+	{
+		int ncpu = st->threads > 0 ? st->threads : hw_train_clamp_threads(1 << 20);
+
+		*rank_threads = Max(1, ncpu / W);
+	}
+	return W;
+}
+
+/* The model: the resumed checkpoint's state, or a new one of the settings. */
+static HwModel *
+create_or_resume_model(TrainSettings *st, HwJobShared *job, const uint8 *state_blob, size_t state_len,
+					   uint16_t *col_emb, int32_t ncols, uint16_t *cat_emb, uint32_t ncat, HwBackend *be)
+{
+	HwError     err = {0};
+	HwModel    *model;
+
+	if (state_blob != NULL)
+	{
+		model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+		if (model == NULL)
+			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
+		/* the schedule follows the new total, continuing from the lr it
+		 * had at the resume step (no jump; optim.c) */
+		hw_lr_schedule_extend((HwModelConfig *) hw_model_config(model), hw_model_step(model),
+							  job->steps_target);
+		return model;
+	}
+	/* on the CPU the model lives in the server's memory: refuse what
+	 * would not fit rather than be killed by the kernel */
+	if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
+		hw_train_check_memory(&st->s, ncols, (int32) ncat);
+	model = hw_model_create(&st->s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
+	if (model == NULL)
+		hw_pg_raise_core_error(&err, "creating the model");
+	return model;
+}
+
 static const char *
 train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 {
@@ -714,24 +470,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	SPI_connect();
 	hw_become_owner(&as_owner);
 	read_settings(job, &st, tasks, ntasks);
-	if (!st.s.restart)
-	{
-		/* the latest checkpoint of the current run (hw_checkpoint.h) */
-		uint8 *b = hw_checkpoint_load_latest(job->model_id, &resume, &state_len);
-
-		/* the transaction's memory goes at commit; keep the blob */
-		if (b != NULL)
-		{
-			Jsonb *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
-
-			state_blob = MemoryContextAlloc(TopMemoryContext, Max(state_len, 1));
-			memcpy(state_blob, b, state_len);
-			/* the sampler it was trained with, unless this call says otherwise */
-			hw_train_settings_resume_sampler(&st.s, &resume, hw_train_request_options(req));
-		}
-	}
-	if (state_blob == NULL)
-		hw_train_settings_check_sampler(&st.s);
+	state_blob = load_resume_state(job, &resume, &state_len);
 	hw_restore_user(&as_owner);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -748,46 +487,11 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	HwSampler  *sampler = res->sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
 	if (sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
-	/* data parallel: W ranks; 'all' devices = every visible GPU (1 on the CPU) */
-	int         W = st.s.ranks, A = st.s.grad_accum;
-	int         rank_threads = st.threads;
-
-	if (st.s.devices_all)
-	{
-		const char *why_not = NULL;
-
-		W = strcmp(st.s.device, "cpu") == 0 ? 0 : hw_pg_cuda_device_count(&why_not);
-		W = Max(1, Min(W, HW_TRAIN_MAX_RANKS));
-	}
-	if (W > 1)
-	{
-		/* split the CPUs between the ranks' OpenMP teams (at least 1 each) */
-		int ncpu = st.threads > 0 ? st.threads : hw_train_clamp_threads(1 << 20);
-
-		rank_threads = Max(1, ncpu / W);
-	}
+	int         A = st.s.grad_accum, rank_threads;
+	int         W = resolve_ranks(&st, &rank_threads);
 	HwBackend  *be = res->be = hw_pg_backend_create_rank(st.s.device, rank_threads, 0, job);
-	HwModel    *model;
-	if (state_blob != NULL)
-	{
-		model = res->model = hw_model_state_deserialize(state_blob, state_len, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
-		if (model == NULL)
-			hw_pg_raise_core_error(&err, "resuming from the last checkpoint (use options => '{\"restart\": true}' to start over)");
-		/* the schedule follows the new total, continuing from the lr it
-		 * had at the resume step (no jump; optim.c) */
-		hw_lr_schedule_extend((HwModelConfig *) hw_model_config(model), hw_model_step(model),
-							  job->steps_target);
-	}
-	else
-	{
-		/* on the CPU the model lives in the server's memory: refuse what
-		 * would not fit rather than be killed by the kernel */
-		if (strcmp(hw_pg_backend_name(be), "cpu") == 0)
-			hw_train_check_memory(&st.s, ncols, (int32) ncat);
-		model = res->model = hw_model_create(&st.s.mcfg, col_emb, ncols, cat_emb, (int32_t) ncat, be, &err);
-		if (model == NULL)
-			hw_pg_raise_core_error(&err, "creating the model");
-	}
+	HwModel    *model = res->model = create_or_resume_model(&st, job, state_blob, state_len, col_emb, ncols,
+															  cat_emb, ncat, be);
 	const HwModelConfig *mc = hw_model_config(model);
 	int64       step = hw_model_step(model);
 	int         V = W * A;
@@ -929,7 +633,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 		hw_job_report_progress(job, (int32) step, res.loss, res.lr, res.grad_norm, tps, eta);
 
 		if (step % st.s.log_every == 0 || last)
-			log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
+			hw_train_log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
 
 		bool do_val = step % st.s.val_every == 0 || last;
 		bool overhead = do_val;         /* a validation or checkpoint this step */
@@ -947,21 +651,21 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 			ntask_val = 0;
 			if (averaged)
 			{
-				ntask_val = validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
+				ntask_val = hw_train_validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
 										   st.s.val_rows, task_val, false);
 				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
 			}
-			last_val = validate(model, val_sampler, st.s.val_batches);
+			last_val = hw_train_validate(model, val_sampler, st.s.val_batches);
 			SpinLockAcquire(&job->mutex);
 			job->val_loss = last_val;
 			SpinLockRelease(&job->mutex);
-			log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
-			ntask_val += validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
+			hw_train_log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
+			ntask_val += hw_train_validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
 										st.s.val_rows, task_val + ntask_val, averaged);
 			if (averaged)
 				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
-			log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
-			report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
+			hw_train_log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
+			hw_train_report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
 		}
 		if (out_of_time)
 		{
@@ -1028,7 +732,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
 	appendStringInfo(result, ", \"ema_decay\": %g", (double) mc->ema_decay);
 	if (!terminated)
-		append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
+		hw_train_append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
 	appendStringInfoChar(result, '}');
 
 	return final_state;     /* the caller releases res */
