@@ -420,6 +420,56 @@ settle_int_code(Build *b, TabB *tb, ColB *col)
 	}
 }
 
+/* A categorical column's block of category ids: its values in byte order
+ * (an enum's in its sort order), appended after the blocks before it;
+ * each cell's local id becomes its global category id. */
+static void
+number_categories(Build *b, const TabB *tb, ColB *col)
+{
+	uint32 n = col->map->n;
+	uint32 *ord = palloc(sizeof(uint32) * (n ? n : 1));
+	uint32 *rank = palloc(sizeof(uint32) * (n ? n : 1));
+
+	for (uint32 i = 0; i < n; i++)
+		ord[i] = i;
+	if (!col->enum_seeded)
+	{
+		/* deterministic block order: byte order of the values */
+		hw_build_sort_ids_by_text(ord, n, col->map);
+	}
+	for (uint32 i = 0; i < n; i++)
+		rank[ord[i]] = i;
+	col->cat_start = b->ncat;
+	col->cat_count = n;
+	b->ncat += n;
+	for (uint32 r = 0; r < tb->nrows; r++)
+		if (col->valid[r])
+			col->u32[r] = col->cat_start + rank[col->u32[r]];
+	pfree(ord);
+	pfree(rank);
+}
+
+/* A text column's values become ids in the model-wide text table (one
+ * embedding per distinct text across all columns). */
+static void
+global_text_ids(Build *b, const TabB *tb, ColB *col)
+{
+	uint32 n = col->map->n;
+	uint32 *gid = palloc(sizeof(uint32) * (n ? n : 1));
+
+	for (uint32 i = 0; i < n; i++)
+	{
+		size_t len;
+		const char *s = hw_strmap_get(col->map, i, &len);
+
+		hw_build_nomem_check(hw_strmap_intern(b->texts, s, len, &gid[i]));
+	}
+	for (uint32 r = 0; r < tb->nrows; r++)
+		if (col->valid[r])
+			col->u32[r] = gid[col->u32[r]];
+	pfree(gid);
+}
+
 void
 hw_build_finish_columns(Build *b)
 {
@@ -463,46 +513,9 @@ hw_build_finish_columns(Build *b)
 						(errmsg("column \"%s\" of table \"%s\" has " INT64_FORMAT " values longer than %d bytes; only their first %d bytes are used",
 								col->name, tb->name, col->truncated, HW_EMBED_MAX_BYTES, HW_EMBED_MAX_BYTES)));
 			if (col->stype == HW_ST_CATEGORICAL)
-			{
-				uint32 n = col->map->n;
-				uint32 *ord = palloc(sizeof(uint32) * (n ? n : 1));
-				uint32 *rank = palloc(sizeof(uint32) * (n ? n : 1));
-
-				for (uint32 i = 0; i < n; i++)
-					ord[i] = i;
-				if (!col->enum_seeded)
-				{
-					/* deterministic block order: byte order of the values */
-					hw_build_sort_ids_by_text(ord, n, col->map);
-				}
-				for (uint32 i = 0; i < n; i++)
-					rank[ord[i]] = i;
-				col->cat_start = b->ncat;
-				col->cat_count = n;
-				b->ncat += n;
-				for (uint32 r = 0; r < tb->nrows; r++)
-					if (col->valid[r])
-						col->u32[r] = col->cat_start + rank[col->u32[r]];
-				pfree(ord);
-				pfree(rank);
-			}
+				number_categories(b, tb, col);
 			else if (col->stype == HW_ST_TEXT)
-			{
-				uint32 n = col->map->n;
-				uint32 *gid = palloc(sizeof(uint32) * (n ? n : 1));
-
-				for (uint32 i = 0; i < n; i++)
-				{
-					size_t len;
-					const char *s = hw_strmap_get(col->map, i, &len);
-
-					hw_build_nomem_check(hw_strmap_intern(b->texts, s, len, &gid[i]));
-				}
-				for (uint32 r = 0; r < tb->nrows; r++)
-					if (col->valid[r])
-						col->u32[r] = gid[col->u32[r]];
-				pfree(gid);
-			}
+				global_text_ids(b, tb, col);
 			if (col->stype == HW_ST_NUMERICAL)
 			{
 				double sd = col->nonnull > 0 ? sqrt(col->m2 / col->nonnull) : 0;

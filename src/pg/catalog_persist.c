@@ -9,6 +9,87 @@
 
 /* ------------------------------------------------------------- assembly */
 
+/* Column col's values move into the snapshot's column hc (the build's
+ * arrays are handed over, not copied; numerical values are standardised
+ * into float32, col->m2 holding the std by now). */
+static void
+assemble_column(const TabB *tb, ColB *col, HwColumn *hc)
+{
+	hc->name = strdup(col->name);
+	if (!hc->name)
+		hw_build_nomem_check(HW_ERR_NOMEM);
+	hc->global_id = col->global_id;
+	hc->stype = (int8) col->stype;
+	hc->null_count = (int64) tb->nrows - col->nonnull;
+	if (col->stype == HW_ST_IGNORED)
+	{
+		hc->null_count = 0;
+		return;
+	}
+	hc->valid = col->valid;
+	col->valid = NULL;
+	switch (col->stype)
+	{
+		case HW_ST_NUMERICAL:
+			{
+				float *z = malloc(sizeof(float) * (tb->nrows ? tb->nrows : 1));
+
+				if (!z)
+					hw_build_nomem_check(HW_ERR_NOMEM);
+				for (uint32 r = 0; r < tb->nrows; r++)
+					z[r] = hc->valid[r] ? (float) ((col->f8[r] - col->mean) / col->m2) : 0.0f;
+				hc->f32 = z;
+				hc->mean = col->nonnull ? col->mean : 0;
+				hc->std = col->m2;
+				hc->min = col->min;
+				hc->max = col->max;
+				break;
+			}
+		case HW_ST_TIMESTAMP:
+			hc->i64 = col->i64;
+			col->i64 = NULL;
+			hc->min = col->min;
+			hc->max = col->max;
+			break;
+		case HW_ST_BOOLEAN:
+			hc->u8 = col->u8;
+			col->u8 = NULL;
+			break;
+		case HW_ST_CATEGORICAL:
+			hc->cat_emb_start = col->cat_start;
+			hc->cat_emb_count = col->cat_count;
+			/* fall through */
+		case HW_ST_TEXT:
+			hc->u32 = col->u32;
+			col->u32 = NULL;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Table tb into the snapshot's table ht: its columns and primary key index. */
+static void
+assemble_table(TabB *tb, HwTable *ht)
+{
+	ht->name = strdup(tb->name);
+	ht->nrows = tb->nrows;
+	ht->ncols = tb->ncols;
+	ht->time_col = tb->time_col;
+	ht->cols = calloc(tb->ncols ? tb->ncols : 1, sizeof(HwColumn));
+	if (!ht->name || !ht->cols)
+		hw_build_nomem_check(HW_ERR_NOMEM);
+	for (int c = 0; c < tb->ncols; c++)
+		assemble_column(tb, &tb->cols[c], &ht->cols[c]);
+	if (tb->pk_key >= 0)
+	{
+		ht->key_hash = tb->keys[tb->pk_key].hash;
+		ht->key_order = tb->keys[tb->pk_key].order;
+		tb->keys[tb->pk_key].hash = NULL;
+		tb->keys[tb->pk_key].order = NULL;
+	}
+}
+
 void
 hw_build_assemble(Build *b)
 {
@@ -24,82 +105,7 @@ hw_build_assemble(Build *b)
 		hw_build_nomem_check(HW_ERR_NOMEM);
 	s->ntables = b->ntables;
 	for (int t = 0; t < b->ntables; t++)
-	{
-		TabB *tb = &b->tabs[t];
-		HwTable *ht = &s->tables[t];
-
-		ht->name = strdup(tb->name);
-		ht->nrows = tb->nrows;
-		ht->ncols = tb->ncols;
-		ht->time_col = tb->time_col;
-		ht->cols = calloc(tb->ncols ? tb->ncols : 1, sizeof(HwColumn));
-		if (!ht->name || !ht->cols)
-			hw_build_nomem_check(HW_ERR_NOMEM);
-		for (int c = 0; c < tb->ncols; c++)
-		{
-			ColB *col = &tb->cols[c];
-			HwColumn *hc = &ht->cols[c];
-
-			hc->name = strdup(col->name);
-			if (!hc->name)
-				hw_build_nomem_check(HW_ERR_NOMEM);
-			hc->global_id = col->global_id;
-			hc->stype = (int8) col->stype;
-			hc->null_count = (int64) tb->nrows - col->nonnull;
-			if (col->stype == HW_ST_IGNORED)
-			{
-				hc->null_count = 0;
-				continue;
-			}
-			hc->valid = col->valid;
-			col->valid = NULL;
-			switch (col->stype)
-			{
-				case HW_ST_NUMERICAL:
-					{
-						float *z = malloc(sizeof(float) * (tb->nrows ? tb->nrows : 1));
-
-						if (!z)
-							hw_build_nomem_check(HW_ERR_NOMEM);
-						for (uint32 r = 0; r < tb->nrows; r++)
-							z[r] = hc->valid[r] ? (float) ((col->f8[r] - col->mean) / col->m2) : 0.0f;
-						hc->f32 = z;
-						hc->mean = col->nonnull ? col->mean : 0;
-						hc->std = col->m2;
-						hc->min = col->min;
-						hc->max = col->max;
-						break;
-					}
-				case HW_ST_TIMESTAMP:
-					hc->i64 = col->i64;
-					col->i64 = NULL;
-					hc->min = col->min;
-					hc->max = col->max;
-					break;
-				case HW_ST_BOOLEAN:
-					hc->u8 = col->u8;
-					col->u8 = NULL;
-					break;
-				case HW_ST_CATEGORICAL:
-					hc->cat_emb_start = col->cat_start;
-					hc->cat_emb_count = col->cat_count;
-					/* fall through */
-				case HW_ST_TEXT:
-					hc->u32 = col->u32;
-					col->u32 = NULL;
-					break;
-				default:
-					break;
-			}
-		}
-		if (tb->pk_key >= 0)
-		{
-			ht->key_hash = tb->keys[tb->pk_key].hash;
-			ht->key_order = tb->keys[tb->pk_key].order;
-			tb->keys[tb->pk_key].hash = NULL;
-			tb->keys[tb->pk_key].order = NULL;
-		}
-	}
+		assemble_table(&b->tabs[t], &s->tables[t]);
 	s->nfks = b->nfks;
 	for (int f = 0; f < b->nfks; f++)
 	{
@@ -107,6 +113,7 @@ hw_build_assemble(Build *b)
 		s->fks[f].child_table = b->fks[f].child;
 		s->fks[f].parent_table = b->fks[f].parent;
 	}
+	/* times are standardised by the snapshot-wide mean and std */
 	if (b->ts_n > 0)
 	{
 		s->ts_mean_us = b->ts_mean;
@@ -118,7 +125,6 @@ hw_build_assemble(Build *b)
 		hw_pg_raise_core_error(&err, "could not build the snapshot");
 	hw_build_embed_all(b, s);
 }
-
 
 /* ------------------------------------------------------------- persistence */
 
