@@ -569,6 +569,139 @@ r_opt(Rbuf *r, size_t nbytes)
 	return a;
 }
 
+/* One column: its name, statistics and value arrays of nrows each. */
+static void
+read_column(Rbuf *r, HwColumn *col, uint32_t nrows)
+{
+	col->name = r_str(r);
+	R_SCALAR(r, col->global_id);
+	R_SCALAR(r, col->stype);
+	R_SCALAR(r, col->null_count);
+	R_SCALAR(r, col->mean);
+	R_SCALAR(r, col->std);
+	R_SCALAR(r, col->min);
+	R_SCALAR(r, col->max);
+	R_SCALAR(r, col->cat_emb_start);
+	R_SCALAR(r, col->cat_emb_count);
+	col->valid = r_opt(r, nrows);
+	col->f32 = r_opt(r, sizeof(float) * nrows);
+	col->i64 = r_opt(r, sizeof(int64_t) * nrows);
+	col->u8 = r_opt(r, nrows);
+	col->u32 = r_opt(r, sizeof(uint32_t) * nrows);
+}
+
+/* One table: its header, key index and columns.  tb->ncols counts the
+ * columns filled so far, so snapshot_free frees exactly those on error. */
+static void
+read_table(Rbuf *r, HwTable *tb)
+{
+	tb->name = r_str(r);
+	R_SCALAR(r, tb->nrows);
+	R_SCALAR(r, tb->row_offset);
+	R_SCALAR(r, tb->ncols);
+	R_SCALAR(r, tb->time_col);
+	if (r->bad || tb->ncols < 0 || tb->ncols > 65535 || (uint64_t) tb->nrows > r->len)
+	{
+		tb->ncols = 0;
+		r->bad = true;
+		return;
+	}
+	tb->key_hash = r_opt(r, sizeof(uint64_t) * tb->nrows);
+	tb->key_order = r_opt(r, sizeof(uint32_t) * tb->nrows);
+	int32_t ncols = tb->ncols;
+
+	tb->cols = calloc(ncols ? ncols : 1, sizeof(HwColumn));
+	tb->ncols = 0;
+	if (!tb->cols)
+	{
+		r->oom = r->bad = true;
+		return;
+	}
+	for (int32_t c = 0; c < ncols && !r->bad; c++)
+	{
+		tb->ncols = c + 1;
+		read_column(r, &tb->cols[c], tb->nrows);
+	}
+}
+
+/* The tables and foreign keys (s->ntables / s->nfks hold the counts read
+ * from the header; on return they count what was filled, for
+ * snapshot_free on error). */
+static void
+read_tables_and_fks(Rbuf *r, HwSnapshot *s)
+{
+	int32_t ntables = s->ntables;
+	int32_t nfks = s->nfks;
+
+	s->tables = calloc(s->ntables ? s->ntables : 1, sizeof(HwTable));
+	s->fks = calloc(s->nfks ? s->nfks : 1, sizeof(HwForeignKey));
+	if (!s->tables || !s->fks)
+		r->oom = r->bad = true;
+	s->ntables = 0;
+	for (int32_t t = 0; t < ntables && !r->bad; t++)
+	{
+		s->ntables = t + 1;
+		read_table(r, &s->tables[t]);
+	}
+	s->nfks = 0;
+	for (int32_t f = 0; f < nfks && !r->bad; f++)
+	{
+		s->nfks = f + 1;
+		s->fks[f].name = r_str(r);
+		R_SCALAR(r, s->fks[f].child_table);
+		R_SCALAR(r, s->fks[f].parent_table);
+		if (s->fks[f].child_table < 0 || s->fks[f].child_table >= ntables ||
+			s->fks[f].parent_table < 0 || s->fks[f].parent_table >= ntables)
+			r->bad = true;
+	}
+}
+
+/* The per-row arrays, the two CSR edge indexes (their edge counts into
+ * *nfp, *npf) and the embeddings; counts are bounded by the buffer's size
+ * before anything is allocated by them. */
+static void
+read_rows_edges_embeddings(Rbuf *r, HwSnapshot *s, uint64_t *nfp, uint64_t *npf)
+{
+	if ((uint64_t) s->nrows > r->len)
+		r->bad = true;
+	s->row_table = r_opt(r, sizeof(uint16_t) * s->nrows);
+	s->row_time_us = r_opt(r, sizeof(int64_t) * s->nrows);
+	R_SCALAR(r, *nfp);
+	R_SCALAR(r, *npf);
+	if (*nfp > r->len || *npf > r->len)
+		r->bad = true;
+	s->fp_off = r_opt(r, sizeof(uint64_t) * ((size_t) s->nrows + 1));
+	s->fp_dst = r_opt(r, sizeof(uint32_t) * *nfp);
+	s->fp_fk = r_opt(r, sizeof(uint16_t) * *nfp);
+	s->pf_off = r_opt(r, sizeof(uint64_t) * ((size_t) s->nrows + 1));
+	s->pf_dst = r_opt(r, sizeof(uint32_t) * *npf);
+	s->pf_fk = r_opt(r, sizeof(uint16_t) * *npf);
+	if ((uint64_t) s->ncolumns * s->d_text > r->len || (uint64_t) s->ncat * s->d_text > r->len ||
+		(uint64_t) s->ntext * s->d_text > r->len)
+		r->bad = true;
+	s->col_emb = r_opt(r, sizeof(uint16_t) * (size_t) s->ncolumns * s->d_text);
+	s->cat_emb = r_opt(r, sizeof(uint16_t) * (size_t) s->ncat * s->d_text);
+	s->text_emb = r_opt(r, sizeof(uint16_t) * (size_t) s->ntext * s->d_text);
+}
+
+/* The header's counts; false if they are out of bounds (checked before
+ * anything is allocated by them). */
+static bool
+read_counts(Rbuf *r, HwSnapshot *s)
+{
+	R_SCALAR(r, s->ntables);
+	R_SCALAR(r, s->nfks);
+	R_SCALAR(r, s->nrows);
+	R_SCALAR(r, s->d_text);
+	R_SCALAR(r, s->ncolumns);
+	R_SCALAR(r, s->ncat);
+	R_SCALAR(r, s->ntext);
+	R_SCALAR(r, s->ts_mean_us);
+	R_SCALAR(r, s->ts_std_us);
+	return !(r->bad || s->ntables < 0 || s->ntables > 65535 || s->nfks < 0 || s->nfks > 65535 ||
+			 s->d_text < 0 || s->d_text > 65536 || s->ncolumns < 0);
+}
+
 int
 snapshot_deserialize(const uint8_t *buf, size_t len, HwSnapshot **out, HwError *err)
 {
@@ -591,18 +724,7 @@ snapshot_deserialize(const uint8_t *buf, size_t len, HwSnapshot **out, HwError *
 
 	if (!s)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory loading the snapshot");
-	R_SCALAR(&r, s->ntables);
-	R_SCALAR(&r, s->nfks);
-	R_SCALAR(&r, s->nrows);
-	R_SCALAR(&r, s->d_text);
-	R_SCALAR(&r, s->ncolumns);
-	R_SCALAR(&r, s->ncat);
-	R_SCALAR(&r, s->ntext);
-	R_SCALAR(&r, s->ts_mean_us);
-	R_SCALAR(&r, s->ts_std_us);
-	/* sanity bounds before allocating by counts read from the buffer */
-	if (r.bad || s->ntables < 0 || s->ntables > 65535 || s->nfks < 0 || s->nfks > 65535 ||
-		s->d_text < 0 || s->d_text > 65536 || s->ncolumns < 0)
+	if (!read_counts(&r, s))
 	{
 		int32_t nt = s->ntables;
 
@@ -611,100 +733,12 @@ snapshot_deserialize(const uint8_t *buf, size_t len, HwSnapshot **out, HwError *
 		snapshot_free(s);
 		return hw_error_set(err, HW_ERR_CORRUPT, "snapshot header malformed (%d tables)", nt);
 	}
-	s->tables = calloc(s->ntables ? s->ntables : 1, sizeof(HwTable));
-	s->fks = calloc(s->nfks ? s->nfks : 1, sizeof(HwForeignKey));
-	if (!s->tables || !s->fks)
-		r.oom = r.bad = true;
-	int32_t ntables = s->ntables;
+	read_tables_and_fks(&r, s);
 
-	s->ntables = 0;				/* counts what is filled, for snapshot_free on error */
-	for (int32_t t = 0; t < ntables && !r.bad; t++)
-	{
-		HwTable *tb = &s->tables[t];
-
-		s->ntables = t + 1;
-		tb->name = r_str(&r);
-		R_SCALAR(&r, tb->nrows);
-		R_SCALAR(&r, tb->row_offset);
-		R_SCALAR(&r, tb->ncols);
-		R_SCALAR(&r, tb->time_col);
-		if (r.bad || tb->ncols < 0 || tb->ncols > 65535 || (uint64_t) tb->nrows > r.len)
-		{
-			tb->ncols = 0;
-			r.bad = true;
-			break;
-		}
-		tb->key_hash = r_opt(&r, sizeof(uint64_t) * tb->nrows);
-		tb->key_order = r_opt(&r, sizeof(uint32_t) * tb->nrows);
-		int32_t ncols = tb->ncols;
-
-		tb->cols = calloc(ncols ? ncols : 1, sizeof(HwColumn));
-		tb->ncols = 0;
-		if (!tb->cols)
-		{
-			r.oom = r.bad = true;
-			break;
-		}
-		for (int32_t c = 0; c < ncols && !r.bad; c++)
-		{
-			HwColumn *col = &tb->cols[c];
-
-			tb->ncols = c + 1;
-			col->name = r_str(&r);
-			R_SCALAR(&r, col->global_id);
-			R_SCALAR(&r, col->stype);
-			R_SCALAR(&r, col->null_count);
-			R_SCALAR(&r, col->mean);
-			R_SCALAR(&r, col->std);
-			R_SCALAR(&r, col->min);
-			R_SCALAR(&r, col->max);
-			R_SCALAR(&r, col->cat_emb_start);
-			R_SCALAR(&r, col->cat_emb_count);
-			col->valid = r_opt(&r, tb->nrows);
-			col->f32 = r_opt(&r, sizeof(float) * tb->nrows);
-			col->i64 = r_opt(&r, sizeof(int64_t) * tb->nrows);
-			col->u8 = r_opt(&r, tb->nrows);
-			col->u32 = r_opt(&r, sizeof(uint32_t) * tb->nrows);
-		}
-	}
-	int32_t nfks = s->nfks;
-
-	s->nfks = 0;
-	for (int32_t f = 0; f < nfks && !r.bad; f++)
-	{
-		s->nfks = f + 1;
-		s->fks[f].name = r_str(&r);
-		R_SCALAR(&r, s->fks[f].child_table);
-		R_SCALAR(&r, s->fks[f].parent_table);
-		if (s->fks[f].child_table < 0 || s->fks[f].child_table >= ntables ||
-			s->fks[f].parent_table < 0 || s->fks[f].parent_table >= ntables)
-			r.bad = true;
-	}
 	uint64_t nfp = 0, npf = 0;
 
 	if (!r.bad)
-	{
-		if ((uint64_t) s->nrows > r.len)
-			r.bad = true;
-		s->row_table = r_opt(&r, sizeof(uint16_t) * s->nrows);
-		s->row_time_us = r_opt(&r, sizeof(int64_t) * s->nrows);
-		R_SCALAR(&r, nfp);
-		R_SCALAR(&r, npf);
-		if (nfp > r.len || npf > r.len)
-			r.bad = true;
-		s->fp_off = r_opt(&r, sizeof(uint64_t) * ((size_t) s->nrows + 1));
-		s->fp_dst = r_opt(&r, sizeof(uint32_t) * nfp);
-		s->fp_fk = r_opt(&r, sizeof(uint16_t) * nfp);
-		s->pf_off = r_opt(&r, sizeof(uint64_t) * ((size_t) s->nrows + 1));
-		s->pf_dst = r_opt(&r, sizeof(uint32_t) * npf);
-		s->pf_fk = r_opt(&r, sizeof(uint16_t) * npf);
-		if ((uint64_t) s->ncolumns * s->d_text > r.len || (uint64_t) s->ncat * s->d_text > r.len ||
-			(uint64_t) s->ntext * s->d_text > r.len)
-			r.bad = true;
-		s->col_emb = r_opt(&r, sizeof(uint16_t) * (size_t) s->ncolumns * s->d_text);
-		s->cat_emb = r_opt(&r, sizeof(uint16_t) * (size_t) s->ncat * s->d_text);
-		s->text_emb = r_opt(&r, sizeof(uint16_t) * (size_t) s->ntext * s->d_text);
-	}
+		read_rows_edges_embeddings(&r, s, &nfp, &npf);
 	if (!r.bad && r.pos != r.len)
 		r.bad = true;
 	/* structural checks a sampler relies on */

@@ -9,8 +9,22 @@
 
 /* ------------------------------------------------------------- discovery */
 
-void
-hw_build_discover(Build *b, Datum options)
+/* Index of the table with relation id rel, or -1. */
+static int
+find_table_by_relid(const Build *b, Oid rel)
+{
+	int t = -1;
+
+	for (int k = 0; k < b->ntables; k++)
+		if (b->tabs[k].relid == rel)
+			t = k;
+	return t;
+}
+
+/* The schema's tables: ordinary and partitioned, partitions folded into
+ * their parent. */
+static void
+discover_tables(Build *b)
 {
 	Oid argt[1] = {OIDOID};
 	bool isnull;
@@ -49,52 +63,139 @@ hw_build_discover(Build *b, Datum options)
 		b->tabs[t].pk_key = -1;
 		b->tabs[t].time_col = -1;
 	}
+}
 
-	/* columns */
-	for (int t = 0; t < b->ntables; t++)
+/* The columns of table tb, with their types and comments. */
+static void
+discover_table_columns(Build *b, TabB *tb)
+{
+	Oid argt[1] = {OIDOID};
+	bool isnull;
+
+	if (SPI_execute_with_args("SELECT a.attnum, a.attname::pg_catalog.text, a.atttypid, "
+							  "       pg_catalog.format_type(a.atttypid, a.atttypmod), "
+							  "       pg_catalog.col_description(a.attrelid, a.attnum) "
+							  "FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1 "
+							  "  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
+							  "ORDER BY a.attnum",
+							  1, argt, (Datum[]) {ObjectIdGetDatum(tb->relid)}, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "column discovery failed");
+	tb->ncols = (int) SPI_processed;
+	tb->cols = MemoryContextAllocZero(b->cxt, sizeof(ColB) * (tb->ncols ? tb->ncols : 1));
+	for (int c = 0; c < tb->ncols; c++)
 	{
-		TabB *tb = &b->tabs[t];
+		ColB *col = &tb->cols[c];
+		HeapTuple tup = SPI_tuptable->vals[c];
+		TupleDesc td = SPI_tuptable->tupdesc;
+		Oid typ;
 
-		if (SPI_execute_with_args("SELECT a.attnum, a.attname::pg_catalog.text, a.atttypid, "
-								  "       pg_catalog.format_type(a.atttypid, a.atttypmod), "
-								  "       pg_catalog.col_description(a.attrelid, a.attnum) "
-								  "FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) $1 "
-								  "  AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped "
-								  "ORDER BY a.attnum",
-								  1, argt, (Datum[]) {ObjectIdGetDatum(tb->relid)}, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "column discovery failed");
-		tb->ncols = (int) SPI_processed;
-		tb->cols = MemoryContextAllocZero(b->cxt, sizeof(ColB) * (tb->ncols ? tb->ncols : 1));
-		for (int c = 0; c < tb->ncols; c++)
+		col->attnum = DatumGetInt16(SPI_getbinval(tup, td, 1, &isnull));
+		col->name = SPI_getvalue(tup, td, 2);
+		typ = DatumGetObjectId(SPI_getbinval(tup, td, 3, &isnull));
+		col->sqltype = SPI_getvalue(tup, td, 4);
+		col->comment = SPI_getvalue(tup, td, 5);
+		col->basetyp = getBaseType(typ);
+		col->typtype = get_typtype(col->basetyp);
 		{
-			ColB *col = &tb->cols[c];
-			HeapTuple tup = SPI_tuptable->vals[c];
-			TupleDesc td = SPI_tuptable->tupdesc;
-			Oid typ;
+			char cat;
+			bool pref;
 
-			col->attnum = DatumGetInt16(SPI_getbinval(tup, td, 1, &isnull));
-			col->name = SPI_getvalue(tup, td, 2);
-			typ = DatumGetObjectId(SPI_getbinval(tup, td, 3, &isnull));
-			col->sqltype = SPI_getvalue(tup, td, 4);
-			col->comment = SPI_getvalue(tup, td, 5);
-			col->basetyp = getBaseType(typ);
-			col->typtype = get_typtype(col->basetyp);
-			{
-				char cat;
-				bool pref;
-
-				get_type_category_preferred(col->basetyp, &cat, &pref);
-				col->typcat = cat;
-			}
-			col->sel = -1;
-			col->global_id = -1;
+			get_type_category_preferred(col->basetyp, &cat, &pref);
+			col->typcat = cat;
 		}
+		col->sel = -1;
+		col->global_id = -1;
 	}
+}
 
-	/* primary keys and foreign keys.  Constraints cloned from a parent onto
-	 * its partitions (conparentid <> 0) are skipped; FKs declared on a
-	 * partition itself (pagila's payment) are folded into the root table,
-	 * columns matched by name, duplicates across partitions merged. */
+/* true if the FK just added (the last of b->fks) repeats an earlier one:
+ * the same FK declared on several partitions is one FK of the root. */
+static bool
+fk_is_duplicate(const Build *b)
+{
+	const FkB *fk = &b->fks[b->nfks - 1];
+
+	for (int g = 0; g < b->nfks - 1; g++)
+	{
+		const FkB *o = &b->fks[g];
+
+		if (o->child == fk->child && o->parent == fk->parent && o->nkeys == fk->nkeys &&
+			memcmp(o->catt, fk->catt, sizeof(int16) * fk->nkeys) == 0 &&
+			memcmp(o->patt, fk->patt, sizeof(int16) * fk->nkeys) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* One row of the constraint query: a primary key, or a foreign key (one to
+ * a table outside the schema is noted and ignored). */
+static void
+add_constraint(Build *b, HeapTuple tup, TupleDesc td)
+{
+	bool isnull;
+	char *conname = SPI_getvalue(tup, td, 1);
+	char *contype = SPI_getvalue(tup, td, 2);
+	Oid rel = DatumGetObjectId(SPI_getbinval(tup, td, 3, &isnull));
+	int t = find_table_by_relid(b, rel);
+
+	if (t < 0)
+		return;
+	TabB *tb = &b->tabs[t];
+	int n;
+	int16 *key = hw_build_names_to_atts(tb, SPI_getbinval(tup, td, 5, &isnull), &n);
+
+	if (contype[0] == 'p')
+	{
+		tb->pk_key = hw_build_add_key(tb, n, key);
+		for (int j = 0; j < n; j++)
+			tb->cols[hw_build_find_col_att(tb, key[j])].is_pk = true;
+		return;
+	}
+	Oid frel = DatumGetObjectId(SPI_getbinval(tup, td, 4, &isnull));
+	char *fnsp = SPI_getvalue(tup, td, 7);
+	char *frelname = SPI_getvalue(tup, td, 8);
+	int p = find_table_by_relid(b, frel);
+
+	/* the FK columns are identifiers either way */
+	for (int j = 0; j < n; j++)
+		tb->cols[hw_build_find_col_att(tb, key[j])].is_fk = true;
+	if (frel != rel)
+		tb->has_fk_out = true;	/* a child of another table: its rows are events */
+	if (p < 0)
+	{
+		ereport(NOTICE,
+				(errmsg("foreign key \"%s\" of table \"%s\" references \"%s.%s\", outside schema \"%s\"; it is ignored",
+						conname, tb->name, fnsp ? fnsp : "?", frelname ? frelname : "?", b->schema),
+				 errhint("Only edges between tables of the modelled schema are followed.")));
+		return;
+	}
+	if (b->nfks >= 65535)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("schema \"%s\" has more than 65535 foreign keys", b->schema)));
+	FkB *fk = &b->fks[b->nfks++];
+	int pn;
+
+	fk->name = conname;
+	fk->child = t;
+	fk->parent = p;
+	fk->nkeys = n;
+	fk->catt = key;
+	fk->patt = hw_build_names_to_atts(&b->tabs[p], SPI_getbinval(tup, td, 6, &isnull), &pn);
+	if (fk_is_duplicate(b))
+		b->nfks--;
+}
+
+/*
+ * Primary keys and foreign keys.  Constraints cloned from a parent onto its
+ * partitions (conparentid <> 0) are skipped; FKs declared on a partition
+ * itself (pagila's payment) are folded into the root table, columns matched
+ * by name, duplicates across partitions merged.
+ */
+static void
+discover_constraints(Build *b)
+{
+	Oid argt[1] = {OIDOID};
+
 	if (SPI_execute_with_args("SELECT con.conname::pg_catalog.text, con.contype::pg_catalog.text, "
 							  "       COALESCE(pg_catalog.pg_partition_root(con.conrelid), con.conrelid), "
 							  "       COALESCE(pg_catalog.pg_partition_root(con.confrelid), con.confrelid), "
@@ -123,78 +224,13 @@ hw_build_discover(Build *b, Datum options)
 		elog(ERROR, "constraint discovery failed");
 	b->fks = palloc0(sizeof(FkB) * (SPI_processed ? SPI_processed : 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple tup = SPI_tuptable->vals[i];
-		TupleDesc td = SPI_tuptable->tupdesc;
-		char *conname = SPI_getvalue(tup, td, 1);
-		char *contype = SPI_getvalue(tup, td, 2);
-		Oid rel = DatumGetObjectId(SPI_getbinval(tup, td, 3, &isnull));
-		int t = -1;
+		add_constraint(b, SPI_tuptable->vals[i], SPI_tuptable->tupdesc);
+}
 
-		for (int k = 0; k < b->ntables; k++)
-			if (b->tabs[k].relid == rel)
-				t = k;
-		if (t < 0)
-			continue;
-		TabB *tb = &b->tabs[t];
-		int n;
-		int16 *key = hw_build_names_to_atts(tb, SPI_getbinval(tup, td, 5, &isnull), &n);
-
-		if (contype[0] == 'p')
-		{
-			tb->pk_key = hw_build_add_key(tb, n, key);
-			for (int j = 0; j < n; j++)
-				tb->cols[hw_build_find_col_att(tb, key[j])].is_pk = true;
-			continue;
-		}
-		Oid frel = DatumGetObjectId(SPI_getbinval(tup, td, 4, &isnull));
-		char *fnsp = SPI_getvalue(tup, td, 7);
-		char *frelname = SPI_getvalue(tup, td, 8);
-		int p = -1;
-
-		for (int k = 0; k < b->ntables; k++)
-			if (b->tabs[k].relid == frel)
-				p = k;
-		/* the FK columns are identifiers either way */
-		for (int j = 0; j < n; j++)
-			tb->cols[hw_build_find_col_att(tb, key[j])].is_fk = true;
-		if (frel != rel)
-			tb->has_fk_out = true;	/* a child of another table: its rows are events */
-		if (p < 0)
-		{
-			ereport(NOTICE,
-					(errmsg("foreign key \"%s\" of table \"%s\" references \"%s.%s\", outside schema \"%s\"; it is ignored",
-							conname, tb->name, fnsp ? fnsp : "?", frelname ? frelname : "?", b->schema),
-					 errhint("Only edges between tables of the modelled schema are followed.")));
-			continue;
-		}
-		if (b->nfks >= 65535)
-			ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-							errmsg("schema \"%s\" has more than 65535 foreign keys", b->schema)));
-		FkB *fk = &b->fks[b->nfks++];
-		int pn;
-
-		fk->name = conname;
-		fk->child = t;
-		fk->parent = p;
-		fk->nkeys = n;
-		fk->catt = key;
-		fk->patt = hw_build_names_to_atts(&b->tabs[p], SPI_getbinval(tup, td, 6, &isnull), &pn);
-		/* the same FK declared on several partitions is one FK of the root */
-		for (int g = 0; g < b->nfks - 1; g++)
-		{
-			FkB *o = &b->fks[g];
-
-			if (o->child == t && o->parent == p && o->nkeys == n &&
-				memcmp(o->catt, fk->catt, sizeof(int16) * n) == 0 &&
-				memcmp(o->patt, fk->patt, sizeof(int16) * n) == 0)
-			{
-				b->nfks--;
-				break;
-			}
-		}
-	}
-	/* key expressions, FK targets */
+/* Each FK's key expressions on both tables, and its columns' targets. */
+static void
+link_fk_targets(Build *b)
+{
 	for (int f = 0; f < b->nfks; f++)
 	{
 		FkB *fk = &b->fks[f];
@@ -210,5 +246,15 @@ hw_build_discover(Build *b, Datum options)
 			cc->fk_target = cc->fk_target ? psprintf("%s, %s", cc->fk_target, target) : target;
 		}
 	}
+}
+
+void
+hw_build_discover(Build *b, Datum options)
+{
+	discover_tables(b);
+	for (int t = 0; t < b->ntables; t++)
+		discover_table_columns(b, &b->tabs[t]);
+	discover_constraints(b);
+	link_fk_targets(b);
 	(void) options;
 }

@@ -420,6 +420,56 @@ settle_int_code(Build *b, TabB *tb, ColB *col)
 	}
 }
 
+/* A categorical column's block of category ids: its values in byte order
+ * (an enum's in its sort order), appended after the blocks before it;
+ * each cell's local id becomes its global category id. */
+static void
+number_categories(Build *b, const TabB *tb, ColB *col)
+{
+	uint32 n = col->map->n;
+	uint32 *ord = palloc(sizeof(uint32) * (n ? n : 1));
+	uint32 *rank = palloc(sizeof(uint32) * (n ? n : 1));
+
+	for (uint32 i = 0; i < n; i++)
+		ord[i] = i;
+	if (!col->enum_seeded)
+	{
+		/* deterministic block order: byte order of the values */
+		hw_build_sort_ids_by_text(ord, n, col->map);
+	}
+	for (uint32 i = 0; i < n; i++)
+		rank[ord[i]] = i;
+	col->cat_start = b->ncat;
+	col->cat_count = n;
+	b->ncat += n;
+	for (uint32 r = 0; r < tb->nrows; r++)
+		if (col->valid[r])
+			col->u32[r] = col->cat_start + rank[col->u32[r]];
+	pfree(ord);
+	pfree(rank);
+}
+
+/* A text column's values become ids in the model-wide text table (one
+ * embedding per distinct text across all columns). */
+static void
+global_text_ids(Build *b, const TabB *tb, ColB *col)
+{
+	uint32 n = col->map->n;
+	uint32 *gid = palloc(sizeof(uint32) * (n ? n : 1));
+
+	for (uint32 i = 0; i < n; i++)
+	{
+		size_t len;
+		const char *s = hw_strmap_get(col->map, i, &len);
+
+		hw_build_nomem_check(hw_strmap_intern(b->texts, s, len, &gid[i]));
+	}
+	for (uint32 r = 0; r < tb->nrows; r++)
+		if (col->valid[r])
+			col->u32[r] = gid[col->u32[r]];
+	pfree(gid);
+}
+
 void
 hw_build_finish_columns(Build *b)
 {
@@ -463,46 +513,9 @@ hw_build_finish_columns(Build *b)
 						(errmsg("column \"%s\" of table \"%s\" has " INT64_FORMAT " values longer than %d bytes; only their first %d bytes are used",
 								col->name, tb->name, col->truncated, HW_EMBED_MAX_BYTES, HW_EMBED_MAX_BYTES)));
 			if (col->stype == HW_ST_CATEGORICAL)
-			{
-				uint32 n = col->map->n;
-				uint32 *ord = palloc(sizeof(uint32) * (n ? n : 1));
-				uint32 *rank = palloc(sizeof(uint32) * (n ? n : 1));
-
-				for (uint32 i = 0; i < n; i++)
-					ord[i] = i;
-				if (!col->enum_seeded)
-				{
-					/* deterministic block order: byte order of the values */
-					hw_build_sort_ids_by_text(ord, n, col->map);
-				}
-				for (uint32 i = 0; i < n; i++)
-					rank[ord[i]] = i;
-				col->cat_start = b->ncat;
-				col->cat_count = n;
-				b->ncat += n;
-				for (uint32 r = 0; r < tb->nrows; r++)
-					if (col->valid[r])
-						col->u32[r] = col->cat_start + rank[col->u32[r]];
-				pfree(ord);
-				pfree(rank);
-			}
+				number_categories(b, tb, col);
 			else if (col->stype == HW_ST_TEXT)
-			{
-				uint32 n = col->map->n;
-				uint32 *gid = palloc(sizeof(uint32) * (n ? n : 1));
-
-				for (uint32 i = 0; i < n; i++)
-				{
-					size_t len;
-					const char *s = hw_strmap_get(col->map, i, &len);
-
-					hw_build_nomem_check(hw_strmap_intern(b->texts, s, len, &gid[i]));
-				}
-				for (uint32 r = 0; r < tb->nrows; r++)
-					if (col->valid[r])
-						col->u32[r] = gid[col->u32[r]];
-				pfree(gid);
-			}
+				global_text_ids(b, tb, col);
 			if (col->stype == HW_ST_NUMERICAL)
 			{
 				double sd = col->nonnull > 0 ? sqrt(col->m2 / col->nonnull) : 0;
@@ -566,6 +579,168 @@ referenced_by(Build *b, int t)
  *   4. else none (several candidates: NOTICE).
  * options time_columns / rt_set_time_column win over all of this.
  */
+/* The time column set by rt_set_time_column (option time_columns): a
+ * timestamp column of the table, or none (opt NULL). */
+static void
+set_time_column_from_option(TabB *tb, const char *opt)
+{
+	if (opt != NULL)
+	{
+		int c = hw_build_find_col_name(tb, opt);
+
+		if (c < 0)
+			ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+							errmsg("time column \"%s\" does not exist in table \"%s\"", opt, tb->name)));
+		if (tb->cols[c].stype != HW_ST_TIMESTAMP)
+			ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+							errmsg("time column \"%s\" of table \"%s\" is %s, not a timestamp",
+								   opt, tb->name, hw_stype_name(tb->cols[c].stype)),
+							errhint("A time column must be a date, timestamp or timestamptz column typed timestamp.")));
+		tb->time_col = c;
+		tb->time_reason = pstrdup("time column: set by rt_set_time_column (option time_columns)");
+	}
+	else
+		tb->time_reason = pstrdup("no time column: set to none by rt_set_time_column (option time_columns)");
+	for (int c = 0; c < tb->ncols; c++)
+		if (tb->cols[c].stype == HW_ST_TIMESTAMP)
+			tb->cols[c].time_note = c == tb->time_col || tb->time_col < 0 ? tb->time_reason :
+				psprintf("not the time column: \"%s\" is set by rt_set_time_column (option time_columns)",
+						 tb->cols[tb->time_col].name);
+}
+
+/* A table's date columns, classified by name. */
+typedef struct TimeCandidates
+{
+	int    *cls;                /* cls[ncols]: HW_DATE_* of each timestamp column */
+	int     ncand, cand;        /* candidates (neither attribute nor maintenance), the last */
+	int     ncre, cre;          /* creation-like candidates, the last */
+	int     naft, aft;          /* candidates named after the table, the last */
+	StringInfoData cands, attrs, maint;    /* names, for the reasons */
+} TimeCandidates;
+
+static void
+classify_date_columns(const TabB *tb, TimeCandidates *tc)
+{
+	memset(tc, 0, sizeof(*tc));
+	tc->cls = palloc0(sizeof(int) * (tb->ncols ? tb->ncols : 1));
+	tc->cand = tc->cre = tc->aft = -1;
+	initStringInfo(&tc->cands);
+	initStringInfo(&tc->attrs);
+	initStringInfo(&tc->maint);
+	for (int c = 0; c < tb->ncols; c++)
+	{
+		const ColB *col = &tb->cols[c];
+
+		if (col->stype != HW_ST_TIMESTAMP)
+			continue;
+		tc->cls[c] = hw_name_date_class(col->name);
+		if (tc->cls[c] == HW_DATE_MAINTENANCE)
+		{
+			appendStringInfo(&tc->maint, "%s%s", tc->maint.len ? ", " : "", col->name);
+			continue;
+		}
+		if (tc->cls[c] == HW_DATE_ATTRIBUTE)
+		{
+			appendStringInfo(&tc->attrs, "%s%s", tc->attrs.len ? ", " : "", col->name);
+			continue;
+		}
+		tc->ncand++;
+		tc->cand = c;
+		appendStringInfo(&tc->cands, "%s%s", tc->cands.len ? ", " : "", col->name);
+		if (tc->cls[c] == HW_DATE_CREATION)
+		{
+			tc->ncre++;
+			tc->cre = c;
+		}
+		else if (hw_name_after_table(col->name, tb->name))
+		{
+			tc->naft++;
+			tc->aft = c;
+		}
+	}
+}
+
+/* Rule 3: the only candidate is the time column when the table's rows are
+ * events.  Returns the reason. */
+static char *
+choose_only_candidate(Build *b, int t, int cand)
+{
+	TabB *tb = &b->tabs[t];
+	char *refs = referenced_by(b, t);
+
+	if (tb->has_fk_out)
+	{
+		tb->time_col = cand;
+		return psprintf("time column: the only candidate date (\"%s\") of a table with a foreign key: its rows are events",
+						tb->cols[cand].name);
+	}
+	if (refs == NULL)
+	{
+		tb->time_col = cand;
+		return psprintf("time column: the only candidate date (\"%s\") of a table no foreign key references: its rows are events",
+						tb->cols[cand].name);
+	}
+	return psprintf("no time column: an entity table (referenced by %s) whose only date \"%s\" is not creation-like",
+					refs, tb->cols[cand].name);
+}
+
+/* Rules 1-4 on table t; returns the reason.  A table left with several
+ * candidates is added to amb. */
+static char *
+choose_from_candidates(Build *b, int t, const TimeCandidates *tc, StringInfo amb)
+{
+	TabB *tb = &b->tabs[t];
+
+	if (tc->ncre == 1)
+	{
+		tb->time_col = tc->cre;
+		return psprintf("time column: creation-like name \"%s\"", tb->cols[tc->cre].name);
+	}
+	if (tc->ncre == 0 && tc->naft == 1)
+	{
+		tb->time_col = tc->aft;
+		return psprintf("time column: event time named after its table (\"%s\")", tb->cols[tc->aft].name);
+	}
+	if (tc->ncand == 1)
+		return choose_only_candidate(b, t, tc->cand);
+	if (tc->ncand > 1)
+	{
+		appendStringInfo(amb, "%s%s (%s)", amb->len ? "; " : "", tb->name, tc->cands.data);
+		return psprintf("no time column: several candidates (%s), %s", tc->cands.data,
+						tc->ncre > 1 ? "more than one creation-like" : "none creation-like or named after the table");
+	}
+	if (tc->attrs.len && tc->maint.len)
+		return psprintf("no time column: only attribute dates (%s) and maintenance stamps (%s)",
+						tc->attrs.data, tc->maint.data);
+	if (tc->attrs.len)
+		return psprintf("no time column: only attribute dates (%s)", tc->attrs.data);
+	if (tc->maint.len)
+		return psprintf("no time column: only maintenance stamps (%s)", tc->maint.data);
+	return pstrdup("no time column: no date or timestamp column");
+}
+
+/* rt_describe's note on each date column: the table's reason, or why it
+ * is not the time column. */
+static void
+note_date_columns(TabB *tb, const int *cls)
+{
+	for (int c = 0; c < tb->ncols; c++)
+	{
+		ColB *col = &tb->cols[c];
+
+		if (col->stype != HW_ST_TIMESTAMP)
+			continue;
+		if (c == tb->time_col || tb->time_col < 0)
+			col->time_note = tb->time_reason;
+		else
+			col->time_note = psprintf("not the time column: %s; the time column is \"%s\"",
+									  cls[c] == HW_DATE_MAINTENANCE ? "a maintenance stamp" :
+									  cls[c] == HW_DATE_ATTRIBUTE ? "an attribute date" :
+									  cls[c] == HW_DATE_CREATION ? "another creation-like date" :
+									  "another date", tb->cols[tb->time_col].name);
+	}
+}
+
 void
 hw_build_choose_time_columns(Build *b, Datum options)
 {
@@ -577,132 +752,17 @@ hw_build_choose_time_columns(Build *b, Datum options)
 		TabB *tb = &b->tabs[t];
 		bool present;
 		char *opt = hw_build_option_time_column(b, options, tb->name, &present);
-		int *cls = palloc0(sizeof(int) * (tb->ncols ? tb->ncols : 1));
-		int ncand = 0, cand = -1, ncre = 0, cre = -1, naft = 0, aft = -1;
-		StringInfoData cands, attrs, maint;
-		const char *why = NULL;
+		TimeCandidates tc;
 
 		tb->time_col = -1;
 		if (present)
 		{
-			if (opt != NULL)
-			{
-				int c = hw_build_find_col_name(tb, opt);
-
-				if (c < 0)
-					ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-									errmsg("time column \"%s\" does not exist in table \"%s\"", opt, tb->name)));
-				if (tb->cols[c].stype != HW_ST_TIMESTAMP)
-					ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-									errmsg("time column \"%s\" of table \"%s\" is %s, not a timestamp",
-										   opt, tb->name, hw_stype_name(tb->cols[c].stype)),
-									errhint("A time column must be a date, timestamp or timestamptz column typed timestamp.")));
-				tb->time_col = c;
-				tb->time_reason = pstrdup("time column: set by rt_set_time_column (option time_columns)");
-			}
-			else
-				tb->time_reason = pstrdup("no time column: set to none by rt_set_time_column (option time_columns)");
-			for (int c = 0; c < tb->ncols; c++)
-				if (tb->cols[c].stype == HW_ST_TIMESTAMP)
-					tb->cols[c].time_note = c == tb->time_col || tb->time_col < 0 ? tb->time_reason :
-						psprintf("not the time column: \"%s\" is set by rt_set_time_column (option time_columns)",
-								 tb->cols[tb->time_col].name);
+			set_time_column_from_option(tb, opt);
 			continue;
 		}
-		initStringInfo(&cands);
-		initStringInfo(&attrs);
-		initStringInfo(&maint);
-		for (int c = 0; c < tb->ncols; c++)
-		{
-			ColB *col = &tb->cols[c];
-
-			if (col->stype != HW_ST_TIMESTAMP)
-				continue;
-			cls[c] = hw_name_date_class(col->name);
-			if (cls[c] == HW_DATE_MAINTENANCE)
-			{
-				appendStringInfo(&maint, "%s%s", maint.len ? ", " : "", col->name);
-				continue;
-			}
-			if (cls[c] == HW_DATE_ATTRIBUTE)
-			{
-				appendStringInfo(&attrs, "%s%s", attrs.len ? ", " : "", col->name);
-				continue;
-			}
-			ncand++;
-			cand = c;
-			appendStringInfo(&cands, "%s%s", cands.len ? ", " : "", col->name);
-			if (cls[c] == HW_DATE_CREATION)
-			{
-				ncre++;
-				cre = c;
-			}
-			else if (hw_name_after_table(col->name, tb->name))
-			{
-				naft++;
-				aft = c;
-			}
-		}
-		if (ncre == 1)
-		{
-			tb->time_col = cre;
-			why = psprintf("time column: creation-like name \"%s\"", tb->cols[cre].name);
-		}
-		else if (ncre == 0 && naft == 1)
-		{
-			tb->time_col = aft;
-			why = psprintf("time column: event time named after its table (\"%s\")", tb->cols[aft].name);
-		}
-		else if (ncand == 1)
-		{
-			char *refs = referenced_by(b, t);
-
-			if (tb->has_fk_out)
-			{
-				tb->time_col = cand;
-				why = psprintf("time column: the only candidate date (\"%s\") of a table with a foreign key: its rows are events",
-							   tb->cols[cand].name);
-			}
-			else if (refs == NULL)
-			{
-				tb->time_col = cand;
-				why = psprintf("time column: the only candidate date (\"%s\") of a table no foreign key references: its rows are events",
-							   tb->cols[cand].name);
-			}
-			else
-				why = psprintf("no time column: an entity table (referenced by %s) whose only date \"%s\" is not creation-like",
-							   refs, tb->cols[cand].name);
-		}
-		else if (ncand > 1)
-		{
-			why = psprintf("no time column: several candidates (%s), %s", cands.data,
-						   ncre > 1 ? "more than one creation-like" : "none creation-like or named after the table");
-			appendStringInfo(&amb, "%s%s (%s)", amb.len ? "; " : "", tb->name, cands.data);
-		}
-		else if (attrs.len && maint.len)
-			why = psprintf("no time column: only attribute dates (%s) and maintenance stamps (%s)", attrs.data, maint.data);
-		else if (attrs.len)
-			why = psprintf("no time column: only attribute dates (%s)", attrs.data);
-		else if (maint.len)
-			why = psprintf("no time column: only maintenance stamps (%s)", maint.data);
-		else
-			why = pstrdup("no time column: no date or timestamp column");
-		tb->time_reason = (char *) why;
-		for (int c = 0; c < tb->ncols; c++)
-		{
-			ColB *col = &tb->cols[c];
-
-			if (col->stype != HW_ST_TIMESTAMP)
-				continue;
-			if (c == tb->time_col || tb->time_col < 0)
-				col->time_note = tb->time_reason;
-			else
-				col->time_note = psprintf("not the time column: %s; the time column is \"%s\"",
-										  cls[c] == HW_DATE_MAINTENANCE ? "a maintenance stamp" :
-										  cls[c] == HW_DATE_ATTRIBUTE ? "an attribute date" :
-										  cls[c] == HW_DATE_CREATION ? "another creation-like date" :
-										  "another date", tb->cols[tb->time_col].name);
-		}
+		classify_date_columns(tb, &tc);
+		tb->time_reason = choose_from_candidates(b, t, &tc, &amb);
+		note_date_columns(tb, tc.cls);
 	}
 	if (amb.len)
 		ereport(NOTICE, (errmsg("no time column chosen for tables with several candidates: %s", amb.data),

@@ -106,10 +106,160 @@ code_track_value(ColB *col, double v)
 		col->code_vals[col->ncode++] = v;
 }
 
+/* A float8 value of row r: NaN and infinities are counted and left NULL;
+ * mean and variance by Welford's method (stable, one pass). */
+static void
+scan_float8(ColB *col, uint32 r, Datum d)
+{
+	double v = DatumGetFloat8(d);
+
+	if (isnan(v) || isinf(v))
+	{
+		col->valid[r] = 0;
+		col->bad_values++;
+		return;
+	}
+	col->f8[r] = v;
+	col->nonnull++;
+	if (col->code_track && !col->code_over)
+		code_track_value(col, v);
+	double delta = v - col->mean;
+
+	col->mean += delta / col->nonnull;
+	col->m2 += delta * (v - col->mean);
+	if (col->nonnull == 1 || v < col->min)
+		col->min = v;
+	if (col->nonnull == 1 || v > col->max)
+		col->max = v;
+}
+
+/* A timestamp of row r (µs since 1970): infinities are counted and left
+ * NULL; the snapshot-wide mean and variance of times by Welford's method. */
+static void
+scan_timestamp(Build *b, ColB *col, uint32 r, Datum d)
+{
+	Timestamp ts = DatumGetTimestamp(d);
+
+	if (TIMESTAMP_NOT_FINITE(ts))
+	{
+		col->valid[r] = 0;
+		col->bad_values++;
+		return;
+	}
+	int64 us = ts + EPOCH_2000_US;
+
+	col->i64[r] = us;
+	col->nonnull++;
+	if (col->nonnull == 1 || us < col->min)
+		col->min = (double) us;
+	if (col->nonnull == 1 || us > col->max)
+		col->max = (double) us;
+	b->ts_n++;
+	double delta = (double) us - b->ts_mean;
+
+	b->ts_mean += delta / b->ts_n;
+	b->ts_m2 += delta * ((double) us - b->ts_mean);
+}
+
+/* A text value of row r, interned (cut to what the embedder reads). */
+static void
+scan_text(ColB *col, uint32 r, Datum d)
+{
+	text *tx = (text *) PG_DETOAST_DATUM_PACKED(d);
+	const char *str = VARDATA_ANY(tx);
+	size_t len = VARSIZE_ANY_EXHDR(tx);
+	size_t cut = hw_utf8_truncate_len(str, len, HW_EMBED_MAX_BYTES);
+	uint32 id;
+
+	if (cut < len)
+		col->truncated++;
+	hw_build_nomem_check(hw_strmap_intern(col->map, str, cut, &id));
+	col->u32[r] = id;
+	col->nonnull++;
+}
+
+/* The value of column col in row r, by the kind of value it keeps. */
+static void
+scan_cell(Build *b, ColB *col, uint32 r, Datum d, bool nul)
+{
+	if (nul)
+	{
+		col->valid[r] = 0;
+		return;
+	}
+	col->valid[r] = 1;
+	switch (col->kind)
+	{
+		case K_VALID:
+			col->nonnull++;
+			break;
+		case K_F8:
+			scan_float8(col, r, d);
+			break;
+		case K_TS:
+			scan_timestamp(b, col, r, d);
+			break;
+		case K_BOOL:
+			col->u8[r] = DatumGetBool(d) ? 1 : 0;
+			col->ntrue += col->u8[r];
+			col->nonnull++;
+			break;
+		case K_TEXT:
+			scan_text(col, r, d);
+			break;
+		default:
+			break;
+	}
+}
+
+/* One key column's value as key text (integers and text without the
+ * output function: the common keys, on the hot path). */
+static void
+append_key_part(StringInfo kb, RawCol *rc, Datum d)
+{
+	if (rc->fast_int)
+	{
+		char buf[24];
+		int64 v = rc->typ == INT2OID ? DatumGetInt16(d) : rc->typ == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
+		int n = pg_lltoa(v, buf);
+
+		appendBinaryStringInfo(kb, buf, n);
+	}
+	else if (rc->varlena_text)
+	{
+		text *tx = (text *) PG_DETOAST_DATUM_PACKED(d);
+
+		appendBinaryStringInfo(kb, VARDATA_ANY(tx), VARSIZE_ANY_EXHDR(tx));
+	}
+	else
+		appendStringInfoString(kb, OutputFunctionCall(&rc->out, d));
+}
+
+/* Hash of key k of the row (its columns' text joined by \x1f); 0 if a
+ * key column is NULL. */
+static uint64
+row_key_hash(ScanReceiver *sr, int k, Datum *values, bool *nulls)
+{
+	KeyB *key = &sr->tb->keys[k];
+
+	resetStringInfo(&sr->kb);
+	for (int i = 0; i < key->ncols; i++)
+	{
+		RawCol *rc = &sr->raw[sr->key_raw[sr->key_start[k] + i]];
+
+		if (nulls[rc->sel])
+			return 0;
+		if (i > 0)
+			appendStringInfoChar(&sr->kb, '\x1f');
+		append_key_part(&sr->kb, rc, values[rc->sel]);
+	}
+	return hw_hash_key_text(sr->kb.data, sr->kb.len);
+}
+
+/* One row of the table scan: each kept column's value, each key's hash. */
 static void
 scan_row(ScanReceiver *sr, Datum *values, bool *nulls)
 {
-	Build *b = sr->b;
 	TabB *tb = sr->tb;
 
 	if (tb->nrows == tb->cap)
@@ -125,133 +275,11 @@ scan_row(ScanReceiver *sr, Datum *values, bool *nulls)
 	{
 		ColB *col = &tb->cols[c];
 
-		if (col->kind == K_NONE)
-			continue;
-		Datum d = values[col->sel];
-		bool nul = nulls[col->sel];
-
-		if (nul)
-		{
-			col->valid[r] = 0;
-			continue;
-		}
-		col->valid[r] = 1;
-		switch (col->kind)
-		{
-			case K_VALID:
-				col->nonnull++;
-				break;
-			case K_F8:
-				{
-					double v = DatumGetFloat8(d);
-
-					if (isnan(v) || isinf(v))
-					{
-						col->valid[r] = 0;
-						col->bad_values++;
-						continue;
-					}
-					col->f8[r] = v;
-					col->nonnull++;
-					if (col->code_track && !col->code_over)
-						code_track_value(col, v);
-					/* Welford: stable mean/variance in one pass */
-					double delta = v - col->mean;
-
-					col->mean += delta / col->nonnull;
-					col->m2 += delta * (v - col->mean);
-					if (col->nonnull == 1 || v < col->min)
-						col->min = v;
-					if (col->nonnull == 1 || v > col->max)
-						col->max = v;
-					break;
-				}
-			case K_TS:
-				{
-					Timestamp ts = DatumGetTimestamp(d);
-
-					if (TIMESTAMP_NOT_FINITE(ts))
-					{
-						col->valid[r] = 0;
-						col->bad_values++;
-						continue;
-					}
-					int64 us = ts + EPOCH_2000_US;
-
-					col->i64[r] = us;
-					col->nonnull++;
-					if (col->nonnull == 1 || us < col->min)
-						col->min = (double) us;
-					if (col->nonnull == 1 || us > col->max)
-						col->max = (double) us;
-					b->ts_n++;
-					double delta = (double) us - b->ts_mean;
-
-					b->ts_mean += delta / b->ts_n;
-					b->ts_m2 += delta * ((double) us - b->ts_mean);
-					break;
-				}
-			case K_BOOL:
-				col->u8[r] = DatumGetBool(d) ? 1 : 0;
-				col->ntrue += col->u8[r];
-				col->nonnull++;
-				break;
-			case K_TEXT:
-				{
-					text *tx = (text *) PG_DETOAST_DATUM_PACKED(d);
-					const char *str = VARDATA_ANY(tx);
-					size_t len = VARSIZE_ANY_EXHDR(tx);
-					size_t cut = hw_utf8_truncate_len(str, len, HW_EMBED_MAX_BYTES);
-					uint32 id;
-
-					if (cut < len)
-						col->truncated++;
-					hw_build_nomem_check(hw_strmap_intern(col->map, str, cut, &id));
-					col->u32[r] = id;
-					col->nonnull++;
-					break;
-				}
-			default:
-				break;
-		}
+		if (col->kind != K_NONE)
+			scan_cell(sr->b, col, r, values[col->sel], nulls[col->sel]);
 	}
 	for (int k = 0; k < tb->nkeys; k++)
-	{
-		KeyB *key = &tb->keys[k];
-		bool isnull = false;
-
-		resetStringInfo(&sr->kb);
-		for (int i = 0; i < key->ncols && !isnull; i++)
-		{
-			RawCol *rc = &sr->raw[sr->key_raw[sr->key_start[k] + i]];
-			Datum d = values[rc->sel];
-
-			if (nulls[rc->sel])
-			{
-				isnull = true;
-				break;
-			}
-			if (i > 0)
-				appendStringInfoChar(&sr->kb, '\x1f');
-			if (rc->fast_int)
-			{
-				char buf[24];
-				int64 v = rc->typ == INT2OID ? DatumGetInt16(d) : rc->typ == INT4OID ? DatumGetInt32(d) : DatumGetInt64(d);
-				int n = pg_lltoa(v, buf);
-
-				appendBinaryStringInfo(&sr->kb, buf, n);
-			}
-			else if (rc->varlena_text)
-			{
-				text *tx = (text *) PG_DETOAST_DATUM_PACKED(d);
-
-				appendBinaryStringInfo(&sr->kb, VARDATA_ANY(tx), VARSIZE_ANY_EXHDR(tx));
-			}
-			else
-				appendStringInfoString(&sr->kb, OutputFunctionCall(&rc->out, d));
-		}
-		key->hash[r] = isnull ? 0 : hw_hash_key_text(sr->kb.data, sr->kb.len);
-	}
+		tb->keys[k].hash[r] = row_key_hash(sr, k, values, nulls);
 }
 
 static bool

@@ -48,6 +48,152 @@ typedef struct PredChunk
 
 typedef void (*PredChunkFn) (HwServing *s, int t, const PredChunk *c, void *arg);
 
+/* What the steps of predict_query share: the task, the query's columns
+ * and where each chunk goes. */
+typedef struct PredictRun
+{
+	HwServing  *s;
+	int         t;
+	const char *task_ref;
+	TupleDesc   td;           /* the query's result */
+	int         obs_col;      /* the obs_time column, or -1 */
+	int         nkey;
+	int        *key_cols;     /* [nkey] the key columns: all the others */
+	PredChunkFn fn;
+	void       *arg;
+	int64       total;        /* rows predicted so far */
+} PredictRun;
+
+/* The query's columns: obs_time (timestamptz) if returned, the rest the key. */
+static void
+find_key_and_time_columns(PredictRun *p)
+{
+	TupleDesc td = p->td;
+
+	p->obs_col = -1;
+	p->nkey = 0;
+	p->key_cols = palloc(sizeof(int) * Max(1, td->natts));
+	for (int i = 0; i < td->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(td, i);
+
+		if (att->attisdropped)
+			continue;
+		if (strcmp(NameStr(att->attname), "obs_time") == 0 && p->obs_col < 0)
+		{
+			if (att->atttypid != TIMESTAMPTZOID)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("column obs_time of the query of task \"%s\" is %s, not timestamp with time zone",
+								p->task_ref, format_type_be(att->atttypid)),
+						 errhint("Cast it in the query: ... AS obs_time becomes ...::timestamptz AS obs_time.")));
+			p->obs_col = i;
+			continue;
+		}
+		p->key_cols[p->nkey++] = i;
+	}
+	if (p->nkey == 0)
+	{
+		HwServing *s = p->s;
+		int at = s->tasks[p->t]->anchor_table;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the query of task \"%s\" returns no key column", p->task_ref),
+				 errhint("%s", hw_predict_pk_hint(&s->snap->tables[at], &s->pk[at]))));
+	}
+}
+
+/* The canonical key text of a query row (for the lookup) and its display
+ * form (row_id); a NULL key is an error. */
+static char *
+query_row_key(const PredictRun *p, HeapTuple tup, TupleDesc rtd, int64 rowno, char **display)
+{
+	int nkey = p->nkey;
+	Datum  *parts = palloc(sizeof(Datum) * nkey);
+	Oid    *types = palloc(sizeof(Oid) * nkey);
+	bool   *nulls = palloc(sizeof(bool) * nkey);
+	char    what[64];
+	StringInfoData buf;
+
+	snprintf(what, sizeof(what), "query row %lld", (long long) rowno);
+	for (int k = 0; k < nkey; k++)
+	{
+		parts[k] = heap_getattr(tup, p->key_cols[k] + 1, rtd, &nulls[k]);
+		types[k] = TupleDescAttr(p->td, p->key_cols[k])->atttypid;
+	}
+	initStringInfo(&buf);
+	if (nkey == 1)
+	{
+		if (nulls[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("the key of %s of task \"%s\" is NULL", what, p->task_ref),
+					 errhint("Leave rows with a NULL key out of the query; a NULL key names no row.")));
+		hw_predict_key_text(p->s, p->t, p->task_ref, what, parts[0], types[0], &buf, display);
+	}
+	else
+		hw_predict_key_text_parts(p->s, p->t, p->task_ref, what, parts, types, nulls, nkey, &buf, display);
+	return buf.data;
+}
+
+/* Row i's observation time into the chunk (NULL or no column: none). */
+static void
+query_row_obs_time(const PredictRun *p, HeapTuple tup, TupleDesc rtd, PredChunk *c, int i, int64_t *obs_us)
+{
+	c->obs_null[i] = true;
+	c->obs[i] = 0;
+	*obs_us = HW_NO_CUTOFF;
+	if (p->obs_col >= 0)
+	{
+		bool  isnull;
+		Datum v = heap_getattr(tup, p->obs_col + 1, rtd, &isnull);
+
+		if (!isnull)
+		{
+			c->obs_null[i] = false;
+			c->obs[i] = DatumGetTimestampTz(v);
+			*obs_us = hw_predict_obs_time_value(c->obs[i], p->task_ref);
+		}
+	}
+}
+
+/* Predicts the rows of one fetch (tt) and hands them to p->fn (in the
+ * current memory context: the chunk's). */
+static void
+predict_chunk(PredictRun *p, SPITupleTable *tt, int n)
+{
+	PredChunk   c;
+	uint32_t   *rows;
+	int64      *found;       /* [n] snapshot rows of the keys, -1 when missing */
+	char      **keys;        /* [n] canonical key texts */
+	int64_t    *obs_us;
+
+	c.n = n;
+	c.row_id = palloc(sizeof(char *) * c.n);
+	c.obs = palloc(sizeof(TimestampTz) * c.n);
+	c.obs_null = palloc(sizeof(bool) * c.n);
+	c.d = palloc0(sizeof(HwPrediction) * c.n);
+	rows = palloc(sizeof(uint32_t) * c.n);
+	found = palloc(sizeof(int64) * c.n);
+	keys = palloc(sizeof(char *) * c.n);
+	obs_us = palloc(sizeof(int64_t) * c.n);
+	for (int i = 0; i < c.n; i++)
+	{
+		keys[i] = query_row_key(p, tt->vals[i], tt->tupdesc, p->total + i + 1, &c.row_id[i]);
+		found[i] = hw_predict_anchor_row_lookup(p->s, p->t, keys[i]);
+		query_row_obs_time(p, tt->vals[i], tt->tupdesc, &c, i, &obs_us[i]);
+	}
+	SPI_freetuptable(tt);
+	/* the query may name rows the caller cannot see (SELECT 5): the
+	 * chunk's keys go through the same check as rt_predict_batch's */
+	hw_predict_anchor_rows_require(p->s, p->t, keys, c.row_id, found, c.n);
+	for (int i = 0; i < c.n; i++)
+		rows[i] = (uint32) found[i];
+	hw_predict_rows(p->s, p->t, rows, obs_us, c.n, c.d, NULL, 0);
+	p->fn(p->s, p->t, &c, p->arg);
+}
+
 /* Runs the caller's query (connected to SPI by the caller) in chunks of
  * batch_rows, predicts each chunk and hands it to fn; returns the number of
  * rows.  ERROR for a query that is not one SELECT, has no key column, an
@@ -58,128 +204,33 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 {
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "headwater predict chunk",
 													ALLOCSET_DEFAULT_SIZES);
+	PredictRun  p = {.s = s, .t = t, .task_ref = task_ref, .fn = fn, .arg = arg};
 	Portal      portal;
-	TupleDesc   td;
-	int         obs_col = -1, nkey = 0;
-	int        *key_cols;
-	int64       total = 0;
 
 	hw_predict_require_anchor_key(s, t);
 	/* one plain SELECT, else an error before any of it runs */
 	portal = hw_caller_select_open(query, fn_name, task_ref);
-	td = portal->tupDesc;
-	key_cols = palloc(sizeof(int) * Max(1, td->natts));
-	for (int i = 0; i < td->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(td, i);
-
-		if (att->attisdropped)
-			continue;
-		if (strcmp(NameStr(att->attname), "obs_time") == 0 && obs_col < 0)
-		{
-			if (att->atttypid != TIMESTAMPTZOID)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("column obs_time of the query of task \"%s\" is %s, not timestamp with time zone",
-								task_ref, format_type_be(att->atttypid)),
-						 errhint("Cast it in the query: ... AS obs_time becomes ...::timestamptz AS obs_time.")));
-			obs_col = i;
-			continue;
-		}
-		key_cols[nkey++] = i;
-	}
-	if (nkey == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the query of task \"%s\" returns no key column", task_ref),
-				 errhint("%s", hw_predict_pk_hint(&s->snap->tables[s->tasks[t]->anchor_table], &s->pk[s->tasks[t]->anchor_table]))));
-
+	p.td = portal->tupDesc;
+	find_key_and_time_columns(&p);
 	for (;;)
 	{
-		SPITupleTable *tt;
 		MemoryContext old;
-		PredChunk   c;
-		uint32_t   *rows;
-		int64      *found;       /* [n] snapshot rows of the keys, -1 when missing */
-		char      **keys;        /* [n] canonical key texts */
-		int64_t    *obs_us;
+		int n;
 
 		CHECK_FOR_INTERRUPTS();
 		SPI_cursor_fetch(portal, true, batch_rows);
 		if (SPI_processed == 0)
 			break;
-		tt = SPI_tuptable;
+		n = (int) SPI_processed;
 		old = MemoryContextSwitchTo(chunk_cxt);
-		c.n = (int) SPI_processed;
-		c.row_id = palloc(sizeof(char *) * c.n);
-		c.obs = palloc(sizeof(TimestampTz) * c.n);
-		c.obs_null = palloc(sizeof(bool) * c.n);
-		c.d = palloc0(sizeof(HwPrediction) * c.n);
-		rows = palloc(sizeof(uint32_t) * c.n);
-		found = palloc(sizeof(int64) * c.n);
-		keys = palloc(sizeof(char *) * c.n);
-		obs_us = palloc(sizeof(int64_t) * c.n);
-		for (int i = 0; i < c.n; i++)
-		{
-			Datum  *parts = palloc(sizeof(Datum) * nkey);
-			Oid    *types = palloc(sizeof(Oid) * nkey);
-			bool   *nulls = palloc(sizeof(bool) * nkey);
-			char    what[64];
-			StringInfoData buf;
-			char   *display;
-
-			snprintf(what, sizeof(what), "query row %lld", (long long) (total + i + 1));
-			for (int k = 0; k < nkey; k++)
-			{
-				parts[k] = heap_getattr(tt->vals[i], key_cols[k] + 1, tt->tupdesc, &nulls[k]);
-				types[k] = TupleDescAttr(td, key_cols[k])->atttypid;
-			}
-			initStringInfo(&buf);
-			if (nkey == 1)
-			{
-				if (nulls[0])
-					ereport(ERROR,
-							(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							 errmsg("the key of %s of task \"%s\" is NULL", what, task_ref),
-							 errhint("Leave rows with a NULL key out of the query; a NULL key names no row.")));
-				hw_predict_key_text(s, t, task_ref, what, parts[0], types[0], &buf, &display);
-			}
-			else
-				hw_predict_key_text_parts(s, t, task_ref, what, parts, types, nulls, nkey, &buf, &display);
-			keys[i] = buf.data;
-			found[i] = hw_predict_anchor_row_lookup(s, t, buf.data);
-			c.row_id[i] = display;
-			c.obs_null[i] = true;
-			c.obs[i] = 0;
-			obs_us[i] = HW_NO_CUTOFF;
-			if (obs_col >= 0)
-			{
-				bool  isnull;
-				Datum v = heap_getattr(tt->vals[i], obs_col + 1, tt->tupdesc, &isnull);
-
-				if (!isnull)
-				{
-					c.obs_null[i] = false;
-					c.obs[i] = DatumGetTimestampTz(v);
-					obs_us[i] = hw_predict_obs_time_value(c.obs[i], task_ref);
-				}
-			}
-		}
-		SPI_freetuptable(tt);
-		/* the query may name rows the caller cannot see (SELECT 5): the
-		 * chunk's keys go through the same check as rt_predict_batch's */
-		hw_predict_anchor_rows_require(s, t, keys, c.row_id, found, c.n);
-		for (int i = 0; i < c.n; i++)
-			rows[i] = (uint32) found[i];
-		hw_predict_rows(s, t, rows, obs_us, c.n, c.d, NULL, 0);
-		fn(s, t, &c, arg);
+		predict_chunk(&p, SPI_tuptable, n);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(chunk_cxt);
-		total += c.n;
+		p.total += n;
 	}
 	SPI_cursor_close(portal);
 	MemoryContextDelete(chunk_cxt);
-	return total;
+	return p.total;
 }
 
 /* batch_rows argument: NULL -> 1000; 1 .. 100000. */

@@ -93,6 +93,120 @@ task_unusable(TaskList *l, const char *msg)
 	hw_task_free(t);
 }
 
+/* The settings of a task stored with it (columns 1, 5-12 and 18 of the
+ * query below). */
+static void
+read_task_settings(HwTask *t, HeapTuple tup, TupleDesc td)
+{
+	bool isnull;
+	Datum *rv;
+	bool *rn;
+	int nr;
+
+	t->task_id = DatumGetInt32(SPI_getbinval(tup, td, 1, &isnull));
+	t->target_stype = (int8_t) hw_stype_from_name(SPI_getvalue(tup, td, 6));
+	t->target_name = strdup(SPI_getvalue(tup, td, 5));
+	t->split_seed = (uint64_t) DatumGetInt64(SPI_getbinval(tup, td, 7, &isnull));
+	deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, td, 8, &isnull)), FLOAT8OID, 8,
+					  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &rv, &rn, &nr);
+	for (int k = 0; k < 3 && k < nr; k++)
+		t->split_ratio[k] = DatumGetFloat8(rv[k]);
+	t->label_history = DatumGetBool(SPI_getbinval(tup, td, 9, &isnull));
+	t->history_max = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
+	t->target_mean = DatumGetFloat8(SPI_getbinval(tup, td, 11, &isnull));
+	t->target_std = DatumGetFloat8(SPI_getbinval(tup, td, 12, &isnull));
+
+	char *loss = SPI_getvalue(tup, td, 18);
+	int   nl = loss ? hw_num_loss_from_name(loss) : -1;
+
+	if (nl >= 0)        /* validated at creation; absent = the default */
+		t->num_loss = (int8_t) nl;
+}
+
+/* A query task's own categories (column 13) and the embeddings of its
+ * categories (14) and virtual columns (15), into malloc'd arrays. */
+static void
+read_categories_and_embeddings(HwTask *t, HeapTuple tup, TupleDesc td)
+{
+	bool isnull;
+	Datum cd = SPI_getbinval(tup, td, 13, &isnull);
+
+	if (!isnull)
+	{
+		Datum *cv;
+		bool *cn;
+		int nc;
+
+		deconstruct_array(DatumGetArrayTypeP(cd), TEXTOID, -1, false, TYPALIGN_INT, &cv, &cn, &nc);
+		t->ncat_own = (uint32) nc;
+		t->cat_values = calloc(nc ? nc : 1, sizeof(char *));
+		for (int k = 0; k < nc; k++)
+			t->cat_values[k] = strdup(TextDatumGetCString(cv[k]));
+	}
+	for (int col = 14; col <= 15; col++)
+	{
+		Datum bd = SPI_getbinval(tup, td, col, &isnull);
+
+		if (isnull)
+			continue;
+		bytea *b = DatumGetByteaPP(bd);
+		size_t len = VARSIZE_ANY_EXHDR(b);
+		uint16_t *p = malloc(len ? len : 1);
+
+		if (p == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		memcpy(p, VARDATA_ANY(b), len);
+		if (col == 14)
+			t->cat_emb_own = p;
+		else
+		{
+			t->vcol_emb = p;
+			t->d_text = (int32_t) (len / 4);
+		}
+	}
+}
+
+/* A query task's seeds (column 16), resolved against the snapshot if given:
+ * seeds whose anchor rows are gone are dropped with a NOTICE. */
+static void
+read_query_seeds(HwTask *t, HeapTuple tup, TupleDesc td, const HwSnapshot *snap, const char *name)
+{
+	HwError err = {0};
+	bool isnull;
+	Datum sd = SPI_getbinval(tup, td, 16, &isnull);
+
+	if (isnull)
+		elog(ERROR, "seeds of task %s are missing", name);
+	bytea *sb = DatumGetByteaPP(sd);
+
+	if (hw_task_seeds_deserialize(t, (const uint8_t *) VARDATA_ANY(sb), VARSIZE_ANY_EXHDR(sb), &err) != HW_OK)
+		hw_pg_raise_core_error(&err, "could not load the seeds");
+	if (snap)
+	{
+		uint32_t dropped = 0;
+
+		if (hw_task_resolve_rows(t, snap, &dropped, &err) != HW_OK)
+			hw_pg_raise_core_error(&err, "could not resolve the seeds");
+		if (dropped > 0)
+			ereport(NOTICE, (errmsg("%u seeds of task \"%s\" were dropped: their anchor rows are no longer in the model",
+									dropped, name)));
+	}
+}
+
+/* A cell task's seeds are its anchor table's rows in the snapshot (split
+ * options were set before, ahead of the splits); a target column no longer
+ * predictable makes the task unusable. */
+static void
+build_cell_seeds(TaskList *l, HwTask *t, const HwSnapshot *snap, int at, const char *target, const char *name)
+{
+	HwError err = {0};
+	int c = hw_pgtask_snap_column(snap, at, target);
+
+	if (c < 0 || hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
+		task_unusable(l, psprintf("target column \"%s\" of task \"%s\" can no longer be predicted: %s",
+								  target, name, c < 0 ? "it is not part of the model" : err.msg));
+}
+
 /* Builds the tasks of rows of the query below into l (l->tasks malloc'd);
  * caller connected to SPI. */
 static void
@@ -109,42 +223,17 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 	for (uint64 i = 0; i < nrows; i++)
 	{
 		HeapTuple tup = tt->vals[i];
-		bool isnull;
 		char *name = SPI_getvalue(tup, td, 2);
 		char *kind = SPI_getvalue(tup, td, 3);
 		char *anchor = SPI_getvalue(tup, td, 4);
 		char *target = SPI_getvalue(tup, td, 5);
-		char *stype = SPI_getvalue(tup, td, 6);
 		HwTask *t = hw_task_new(name, strcmp(kind, "query") == 0 ? HW_TASK_QUERY : HW_TASK_CELL, &err);
 
 		if (t == NULL)
 			hw_pg_raise_core_error(&err, "could not load a task");
 		l->tasks[l->n++] = t;
-		t->task_id = DatumGetInt32(SPI_getbinval(tup, td, 1, &isnull));
-		t->target_stype = (int8_t) hw_stype_from_name(stype);
-		t->target_name = strdup(target);
-		t->split_seed = (uint64_t) DatumGetInt64(SPI_getbinval(tup, td, 7, &isnull));
-		{
-			Datum *rv;
-			bool *rn;
-			int nr;
+		read_task_settings(t, tup, td);
 
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, td, 8, &isnull)), FLOAT8OID, 8,
-							  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &rv, &rn, &nr);
-			for (int k = 0; k < 3 && k < nr; k++)
-				t->split_ratio[k] = DatumGetFloat8(rv[k]);
-		}
-		t->label_history = DatumGetBool(SPI_getbinval(tup, td, 9, &isnull));
-		t->history_max = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
-		t->target_mean = DatumGetFloat8(SPI_getbinval(tup, td, 11, &isnull));
-		t->target_std = DatumGetFloat8(SPI_getbinval(tup, td, 12, &isnull));
-		{
-			char *loss = SPI_getvalue(tup, td, 18);
-			int   nl = loss ? hw_num_loss_from_name(loss) : -1;
-
-			if (nl >= 0)        /* validated at creation; absent = the default */
-				t->num_loss = (int8_t) nl;
-		}
 		int at = snap ? hw_pgtask_snap_table(snap, anchor) : -1;
 
 		if (snap && at < 0)
@@ -156,69 +245,12 @@ load_rows(TaskList *l, const HwSnapshot *snap, const char *model_name_for_msgs)
 		t->anchor_table = at;
 		if (t->kind == HW_TASK_CELL)
 		{
-			if (snap == NULL)
-				continue;
-			int c = hw_pgtask_snap_column(snap, at, target);
-
-			if (c < 0 || hw_task_build_cell(t, snap, at, c, &err) != HW_OK)
-				task_unusable(l, psprintf("target column \"%s\" of task \"%s\" can no longer be predicted: %s",
-										  target, name, c < 0 ? "it is not part of the model" : err.msg));
-			continue;           /* split options were set above, before the splits */
+			if (snap != NULL)
+				build_cell_seeds(l, t, snap, at, target, name);
+			continue;
 		}
-		/* query task: categories, embeddings, seeds */
-		Datum cd = SPI_getbinval(tup, td, 13, &isnull);
-
-		if (!isnull)
-		{
-			Datum *cv;
-			bool *cn;
-			int nc;
-
-			deconstruct_array(DatumGetArrayTypeP(cd), TEXTOID, -1, false, TYPALIGN_INT, &cv, &cn, &nc);
-			t->ncat_own = (uint32) nc;
-			t->cat_values = calloc(nc ? nc : 1, sizeof(char *));
-			for (int k = 0; k < nc; k++)
-				t->cat_values[k] = strdup(TextDatumGetCString(cv[k]));
-		}
-		for (int col = 14; col <= 15; col++)
-		{
-			Datum bd = SPI_getbinval(tup, td, col, &isnull);
-
-			if (isnull)
-				continue;
-			bytea *b = DatumGetByteaPP(bd);
-			size_t len = VARSIZE_ANY_EXHDR(b);
-			uint16_t *p = malloc(len ? len : 1);
-
-			if (p == NULL)
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-			memcpy(p, VARDATA_ANY(b), len);
-			if (col == 14)
-				t->cat_emb_own = p;
-			else
-			{
-				t->vcol_emb = p;
-				t->d_text = (int32_t) (len / 4);
-			}
-		}
-		Datum sd = SPI_getbinval(tup, td, 16, &isnull);
-
-		if (isnull)
-			elog(ERROR, "seeds of task %s are missing", name);
-		bytea *sb = DatumGetByteaPP(sd);
-
-		if (hw_task_seeds_deserialize(t, (const uint8_t *) VARDATA_ANY(sb), VARSIZE_ANY_EXHDR(sb), &err) != HW_OK)
-			hw_pg_raise_core_error(&err, "could not load the seeds");
-		if (snap)
-		{
-			uint32_t dropped = 0;
-
-			if (hw_task_resolve_rows(t, snap, &dropped, &err) != HW_OK)
-				hw_pg_raise_core_error(&err, "could not resolve the seeds");
-			if (dropped > 0)
-				ereport(NOTICE, (errmsg("%u seeds of task \"%s\" were dropped: their anchor rows are no longer in the model",
-										dropped, name)));
-		}
+		read_categories_and_embeddings(t, tup, td);
+		read_query_seeds(t, tup, td, snap, name);
 		CHECK_FOR_INTERRUPTS();
 	}
 }
