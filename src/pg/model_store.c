@@ -1,6 +1,9 @@
 /*
  * model_store.c: model inspection from SQL (rt_model_params) and the
- * autograd-tape debug dump (headwater.tape, rt_debug_tape).  See
+ * autograd-tape debug dump (headwater.tape: rt_debug_tape writes it, rt_tape
+ * reads it).  The tape shows a model's ops, tensor shapes and timings: the
+ * owner's, like the weights, so headwater.tape is not readable by PUBLIC and
+ * both functions check that the caller owns the model.  See
  * hw_pg_model.h; the state blob itself is stored by checkpoint.c.
  */
 #include "postgres.h"
@@ -72,7 +75,7 @@ hw_pg_tape_save(int32 model_id, int64 checkpoint_id, const HwModel *m)
 /* The task name (argument 0) after checking that the caller owns its model:
  * the tape and the weights are the owner's, not a predicting role's. */
 static char *
-task_arg_owned(FunctionCallInfo fcinfo, const char *action)
+task_arg_owned(FunctionCallInfo fcinfo, const char *action, int32 *model_id_out)
 {
 	char  *task;
 	int32  model_id;
@@ -84,6 +87,8 @@ task_arg_owned(FunctionCallInfo fcinfo, const char *action)
 	task = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	hw_pg_task_lookup(task, false, &model_id, NULL);
 	hw_model_require(model_id, HW_RIGHT_OWN, action);
+	if (model_id_out)
+		*model_id_out = model_id;
 	return task;
 }
 
@@ -91,7 +96,7 @@ PG_FUNCTION_INFO_V1(rt_debug_tape);
 Datum
 rt_debug_tape(PG_FUNCTION_ARGS)
 {
-	char      *task = task_arg_owned(fcinfo, "run the tape of");
+	char      *task = task_arg_owned(fcinfo, "run the tape of", NULL);
 	int64      ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int        ti;
 	HwServing *s = hw_serving_get(task, ckpt, HW_WEIGHTS_BEST, &ti);
@@ -156,7 +161,7 @@ Datum
 rt_model_params(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char          *task = task_arg_owned(fcinfo, "read the parameters of");
+	char          *task = task_arg_owned(fcinfo, "read the parameters of", NULL);
 	int64          ckpt = PG_ARGISNULL(1) ? -1 : PG_GETARG_INT64(1);
 	int            ti;
 	HwServing     *s = hw_serving_get(task, ckpt, HW_WEIGHTS_BEST, &ti);
@@ -189,5 +194,42 @@ rt_model_params(PG_FUNCTION_ARGS)
 		v[6] = PointerGetDatum(data);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
+	return (Datum) 0;
+}
+
+/* rt_tape(task): the rows of headwater.tape of the task's model, read as
+ * the extension owner after the owner check. */
+#define TAPE_COLUMNS 8      /* after checkpoint_id: seq .. recorded_at */
+
+PG_FUNCTION_INFO_V1(rt_tape);
+Datum
+rt_tape(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32          model_id;
+	HwAsOwner      as;
+
+	(void) task_arg_owned(fcinfo, "read the tape of", &model_id);
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	hw_become_owner(&as);
+	if (SPI_execute_with_args("SELECT checkpoint_id, seq, op, label, inputs, shape, fwd_ms, bwd_ms, recorded_at "
+							  "FROM headwater.tape WHERE model_id = $1 ORDER BY seq",
+							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
+							  NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read headwater.tape");
+	hw_restore_user(&as);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum v[TAPE_COLUMNS + 1];
+		bool  n[TAPE_COLUMNS + 1];
+
+		for (int c = 0; c <= TAPE_COLUMNS; c++)
+			v[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &n[c]);
+		/* the tuplestore copies the values out of SPI's memory */
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	SPI_finish();
 	return (Datum) 0;
 }
