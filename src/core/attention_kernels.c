@@ -246,6 +246,45 @@ tile_scores(v16f *out, const float *restrict q, const float *restrict kt, int dh
 	*out = (s0 + s1) + (s2 + s3);
 }
 
+/* One query row against one key tile (online softmax): its output oi
+ * [dhp], running max *mrow and sum *lrow, from its q [dhp], the tile's K^T
+ * [dhp][T] and V [T][dhp] and its mask word.  Inlined into fwd_head and
+ * fwd_head_row alike, so a row gets the same bits from either. */
+static inline __attribute__((always_inline)) void
+fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *Kt, const float *Vr, uint16_t mk,
+			 int dhp)
+{
+	v16f  s, pv;
+	float mx, mnew, scale;
+	float pj[T];
+
+	tile_scores(&s, qi, Kt, dhp);
+	s = VSEL(VMASK_BITS(mk), s, VSPLAT(-INFINITY));
+	mx = vhmax(&s);
+	mnew = mx > *mrow ? mx : *mrow;
+	/* the running max rarely moves after the first tiles */
+	scale = mnew == *mrow ? 1.0f : attn_expf(*mrow - mnew);
+	pv = s - mnew;
+	vexp(&pv);
+	*lrow = *lrow * scale + vhsum(&pv);
+	*mrow = mnew;
+	memcpy(pj, &pv, sizeof(pj));
+	for (int c = 0; c < dhp; c += 16)
+	{
+		const float *vc = Vr + c;
+		v16f         a0 = VLOAD(oi + c) * scale, a1 = {}, a2 = {}, a3 = {};
+
+		for (int jj = 0; jj < T; jj += 4)
+		{
+			a0 += pj[jj] * VLOAD(vc + (int64_t) jj * dhp);
+			a1 += pj[jj + 1] * VLOAD(vc + (int64_t) (jj + 1) * dhp);
+			a2 += pj[jj + 2] * VLOAD(vc + (int64_t) (jj + 2) * dhp);
+			a3 += pj[jj + 3] * VLOAD(vc + (int64_t) (jj + 3) * dhp);
+		}
+		*(v16f *) (oi + c) = (a0 + a1) + (a2 + a3);
+	}
+}
+
 /* Forward of one (b, h): q,k,v,out [S,H,dh] of element b; lse [S] of (b,h). */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static void
@@ -279,40 +318,9 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 			const float    *Vr = V + (int64_t) kt * T * dhp;
 
 			for (int ii = 0; ii < nq; ii++)
-			{
-				float *oi = Ot + (int64_t) ii * dhp;
-				v16f   s, pv;
-				float  mx, mnew, scale;
-				float  pj[T];
-
-				if (mk[ii] == 0)
-					continue;
-				tile_scores(&s, Q + (int64_t) (qt * T + ii) * dhp, Kt, dhp);
-				s = VSEL(VMASK_BITS(mk[ii]), s, VSPLAT(-INFINITY));
-				mx = vhmax(&s);
-				mnew = mx > mrow[ii] ? mx : mrow[ii];
-				/* the running max rarely moves after the first tiles */
-				scale = mnew == mrow[ii] ? 1.0f : attn_expf(mrow[ii] - mnew);
-				pv = s - mnew;
-				vexp(&pv);
-				lrow[ii] = lrow[ii] * scale + vhsum(&pv);
-				mrow[ii] = mnew;
-				memcpy(pj, &pv, sizeof(pj));
-				for (int c = 0; c < dhp; c += 16)
-				{
-					const float *vc = Vr + c;
-					v16f         a0 = VLOAD(oi + c) * scale, a1 = {}, a2 = {}, a3 = {};
-
-					for (int jj = 0; jj < T; jj += 4)
-					{
-						a0 += pj[jj] * VLOAD(vc + (int64_t) jj * dhp);
-						a1 += pj[jj + 1] * VLOAD(vc + (int64_t) (jj + 1) * dhp);
-						a2 += pj[jj + 2] * VLOAD(vc + (int64_t) (jj + 2) * dhp);
-						a3 += pj[jj + 3] * VLOAD(vc + (int64_t) (jj + 3) * dhp);
-					}
-					*(v16f *) (oi + c) = (a0 + a1) + (a2 + a3);
-				}
-			}
+				if (mk[ii] != 0)
+					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
+								 Kt, Vr, mk[ii], dhp);
 		}
 		for (int ii = 0; ii < nq; ii++)
 		{
@@ -327,6 +335,50 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
 	for (int i = 0; i < S; i++)
 		lse[i] = w->lse[iperm[i]];
+}
+
+/* Forward of one (b, h) for the query at position qpos alone: out and q
+ * are that position's rows [H*dh]; k, v [S,H,dh] of element b.  The same
+ * tiles in the same order as fwd_head's, through the same fwd_row_tile. */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static void
+fwd_head_row(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float *out, const float *q,
+			 const float *k, const float *v, int qpos)
+{
+	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
+	const int32_t *iperm = plan->iperm + (int64_t) b * S;
+	float         *KT = w->kt, *V = w->v, *qi = w->q, *oi = w->o;
+	int            pi = iperm[qpos], qt = pi / T, ii = pi % T;
+	int64_t        p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
+	float          mrow = -INFINITY, lrow = 0.0f, inv;
+
+	for (int i = 0; i < S; i++)
+	{
+		int64_t off = ((int64_t) i * H + h) * dh;
+		int     p = iperm[i];
+		float  *vd = V + (int64_t) p * dhp, *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
+
+		for (int d = 0; d < dh; d++)
+			vd[d] = v[off + d];
+		for (int d = 0; d < dh; d++)
+			kd[d * T] = k[off + d];
+	}
+	for (int d = 0; d < dh; d++)      /* pads (d >= dh) stay 0 */
+		qi[d] = q[h * dh + d];
+	memset(oi, 0, sizeof(float) * dhp);
+	for (int64_t pr = p0; pr < p1; pr++)
+	{
+		int kt = plan->ktile[pr];
+
+		if (plan->mask[pr * T + ii] != 0)
+			fwd_row_tile(oi, &mrow, &lrow, qi, KT + (int64_t) kt * dhp * T, V + (int64_t) kt * T * dhp,
+						 plan->mask[pr * T + ii], dhp);
+	}
+	inv = 1.0f / lrow;
+	for (int c = 0; c < dhp; c += 16)
+		*(v16f *) (oi + c) = VLOAD(oi + c) * inv;
+	for (int d = 0; d < dh; d++)
+		out[h * dh + d] = oi[d];
 }
 
 /* Backward of one (b, h). */
@@ -521,3 +573,32 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 	}
 }
 
+
+void
+attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
+							   const int32_t *cell, int H, int dh)
+{
+	int B = plan->B, S = plan->S, D = H * dh;
+
+#pragma omp parallel
+	{
+		AttnWork w;
+		int      ok = work_alloc(&w, S, dh) == 0;
+
+#pragma omp for schedule(dynamic, 1)
+		for (int bh = 0; bh < B * H; bh++)
+		{
+			int     b = bh / H, h = bh % H;
+			int64_t eo = (int64_t) b * S * D;
+
+			if (ok)
+				fwd_head_row(plan, b, h, H, dh, &w, out + (int64_t) b * D, q + (int64_t) b * D, k + eo, v + eo,
+							 cell[b] - b * S);
+			else
+				for (int d = 0; d < dh; d++)
+					out[(int64_t) b * D + h * dh + d] = NAN;
+		}
+		if (ok)
+			free(w.q);
+	}
+}
