@@ -119,12 +119,14 @@ typedef struct AttnWork
 } AttnWork;
 
 static int
-work_alloc(AttnWork *w, int S, int dh)
+work_alloc(AttnWork *w, int S, int dh, bool backward)
 {
 	int     nt = (S + T - 1) / T;
 	size_t  Sp = (size_t) nt * T, dhp = (size_t) ((dh + 15) / 16) * 16;
 	size_t  n = Sp * dhp;
-	size_t  total = n * 10 + 2 * Sp + 2 * T * T;
+	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
+	 * and clears only those */
+	size_t  total = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
 	float  *buf;
 
 	memset(w, 0, sizeof(*w));
@@ -135,19 +137,22 @@ work_alloc(AttnWork *w, int S, int dh)
 	w->Sp = (int) Sp;
 	w->dhp = (int) dhp;
 	w->q = buf;
-	w->k = buf + n;
-	w->kt = buf + 2 * n;
-	w->v = buf + 3 * n;
-	w->vt = buf + 4 * n;
-	w->o = buf + 5 * n;
-	w->dout = buf + 6 * n;
-	w->dq = buf + 7 * n;
-	w->dk = buf + 8 * n;
-	w->dv = buf + 9 * n;
-	w->rowv = buf + 10 * n;
-	w->lse = w->rowv + Sp;
-	w->P = w->lse + Sp;
-	w->dS = w->P + T * T;
+	w->kt = buf + n;
+	w->v = buf + 2 * n;
+	w->o = buf + 3 * n;
+	w->lse = buf + 4 * n;
+	if (backward)
+	{
+		w->rowv = w->lse + Sp;
+		w->k = w->rowv + Sp;
+		w->vt = w->k + n;
+		w->dout = w->vt + n;
+		w->dq = w->dout + n;
+		w->dk = w->dq + n;
+		w->dv = w->dk + n;
+		w->P = w->dv + n;
+		w->dS = w->P + T * T;
+	}
 	return 0;
 }
 
@@ -512,7 +517,7 @@ attn_block_sparse_forward(float *out, float *lse,
 #pragma omp parallel
 	{
 		AttnWork w;
-		int      ok = work_alloc(&w, S, dh) == 0;
+		int      ok = work_alloc(&w, S, dh, false) == 0;
 
 		/* on allocation failure this thread's heads get NaN, which the
 		 * trainer's NaN check reports; the contract has no error channel */
@@ -551,7 +556,7 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 #pragma omp parallel
 	{
 		AttnWork w;
-		int      ok = work_alloc(&w, S, dh) == 0;
+		int      ok = work_alloc(&w, S, dh, true) == 0;
 
 #pragma omp for schedule(dynamic, 1)
 		for (int bh = 0; bh < B * H; bh++)
@@ -587,7 +592,7 @@ attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const
 #pragma omp parallel
 	{
 		AttnWork w;
-		int      ok = work_alloc(&w, S, dh) == 0;
+		int      ok = work_alloc(&w, S, dh, false) == 0;
 
 #pragma omp for schedule(dynamic, 1)
 		for (int bh = 0; bh < B * H; bh++)
