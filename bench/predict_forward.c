@@ -173,7 +173,7 @@ int
 main(int argc, char **argv)
 {
 	const char   *preset = "small";
-	int           rows = 10000, threads = 0, dt = 256, rounds = 2;
+	int           rows = 10000, threads = 0, dt = 256, rounds = 2, only = -1;
 	HwError       err = {0};
 	HwModelConfig c;
 	HwBackend    *be;
@@ -191,6 +191,8 @@ main(int argc, char **argv)
 			threads = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
 			rounds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc)
+			only = atoi(argv[++i]);
 		else
 			preset = argv[i];
 	}
@@ -235,6 +237,7 @@ main(int argc, char **argv)
 	/* the training forward (4 batches), then the serving forward's variants
 	 * in alternating rounds (the machine may be shared: process CPU time is
 	 * reported beside the wall clock) */
+	if (only < 0)
 	{
 		double t0 = hw_now_ms(), c0 = cpu_ms();
 		float  loss;
@@ -250,7 +253,7 @@ main(int argc, char **argv)
 	}
 	for (int round = 0; round < rounds; round++)
 		for (int v = 0; v < NVARIANT; v++)
-			if (run_variant(m, be, b, pr, v, (rows + c.batch_size - 1) / c.batch_size, c.batch_size, preset, peak) != 0)
+			if ((only < 0 || v == only) && run_variant(m, be, b, pr, v, (rows + c.batch_size - 1) / c.batch_size, c.batch_size, preset, peak) != 0)
 				return 1;
 	hw_predictions_free(pr);
 	hw_batch_free(b);

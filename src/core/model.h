@@ -371,9 +371,6 @@ typedef enum HwPrecision { HW_PRECISION_AUTO = 0, HW_PRECISION_FP32 = 1, HW_PREC
 int         hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err);
 /* the precision hw_model_predict uses now: HW_PRECISION_FP32 or HW_PRECISION_BF16 */
 HwPrecision hw_model_inference_precision(const HwModel *m);
-/* "auto", "fp32", "bf16" (NULL for anything else) and back (-1 unknown) */
-const char *hw_precision_name(HwPrecision p);
-int         hw_precision_parse(const char *name);
 
 /* Lower level (tests, the PyTorch fixture): forward + backward leaving the
  * gradients in the grad buffer, no update; then the update alone. */

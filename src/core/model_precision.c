@@ -8,28 +8,6 @@
 #include "model_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
-
-const char *
-hw_precision_name(HwPrecision p)
-{
-	switch (p)
-	{
-		case HW_PRECISION_AUTO: return "auto";
-		case HW_PRECISION_FP32: return "fp32";
-		case HW_PRECISION_BF16: return "bf16";
-	}
-	return NULL;
-}
-
-int
-hw_precision_parse(const char *name)
-{
-	for (int p = HW_PRECISION_AUTO; p <= HW_PRECISION_BF16; p++)
-		if (name && strcmp(name, hw_precision_name((HwPrecision) p)) == 0)
-			return p;
-	return -1;
-}
 
 static bool
 backend_has_bf16(HwBackend *be)
