@@ -164,7 +164,8 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
  * loops, not memcpy: rows are only dh floats, and the copies get the vector
  * width of the calling clone.  Pads of the buffers (dims >= dh) stay 0.
  */
-/* forward gathers in one pass over the original order: Q, V rows and K^T tiles */
+/* forward gathers in one pass over the original order: Q (q NULL: none), V
+ * rows and K^T tiles */
 static inline __attribute__((always_inline)) void
 gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		   const float *restrict q, const float *restrict k, const float *restrict v,
@@ -177,11 +178,10 @@ gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		float  *qd = Q + (int64_t) p * dhp, *vd = V + (int64_t) p * dhp;
 		float  *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
 
-		for (int d = 0; d < dh; d++)
-		{
+		for (int d = 0; q && d < dh; d++)
 			qd[d] = q[off + d];
+		for (int d = 0; d < dh; d++)
 			vd[d] = v[off + d];
-		}
 		for (int d = 0; d < dh; d++)
 			kd[d * T] = k[off + d];
 	}
@@ -257,8 +257,7 @@ tile_scores(v16f *out, const float *restrict q, const float *restrict kt, int dh
 
 /* One query row against one key tile (online softmax): its output oi
  * [dhp], running max *mrow and sum *lrow, from its q [dhp], the tile's K^T
- * [dhp][T] and V [T][dhp] and its mask word.  Inlined into fwd_head and
- * fwd_head_row alike, so a row gets the same bits from either. */
+ * [dhp][T] and V [T][dhp] and its mask word. */
 static inline __attribute__((always_inline)) void
 fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *Kt, const float *Vr, uint16_t mk,
 			 int dhp)
@@ -294,20 +293,26 @@ fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *
 	}
 }
 
-/* Forward of one (b, h): q,k,v,out [S,H,dh] of element b; lse [S] of (b,h). */
+/* Forward of one (b, h): q,k,v,out [S,H,dh] of element b; lse [S] of (b,h).
+ * only >= 0: the query at that position alone (inference): q and out are
+ * its rows [H*dh], lse is not written; the same loops skip the other
+ * queries, so the row runs the very instructions of the full forward. */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static void
 fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-		 float *out, float *lse, const float *q, const float *k, const float *v)
+		 float *out, float *lse, const float *q, const float *k, const float *v, int only)
 {
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
 	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
 	float          mrow[T], lrow[T];
+	int            pone = only >= 0 ? iperm[only] : -1;     /* its permuted position */
 
-	gather_fwd(Q, KT, V, q, k, v, iperm, S, H, h, dh, dhp);
+	gather_fwd(Q, KT, V, only >= 0 ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
+	for (int d = 0; only >= 0 && d < dh; d++)
+		Q[(int64_t) pone * dhp + d] = q[h * dh + d];
 
-	for (int qt = 0; qt < nt; qt++)
+	for (int qt = only >= 0 ? pone / T : 0; qt < (only >= 0 ? pone / T + 1 : nt); qt++)
 	{
 		int     nq = S - qt * T < T ? S - qt * T : T;
 		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
@@ -327,7 +332,7 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 			const float    *Vr = V + (int64_t) kt * T * dhp;
 
 			for (int ii = 0; ii < nq; ii++)
-				if (mk[ii] != 0)
+				if (mk[ii] != 0 && (only < 0 || qt * T + ii == pone))
 					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
 								 Kt, Vr, mk[ii], dhp);
 		}
@@ -336,58 +341,22 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 			float *oi = Ot + (int64_t) ii * dhp;
 			float  inv = 1.0f / lrow[ii];
 
+			if (only >= 0 && qt * T + ii != pone)
+				continue;
 			for (int c = 0; c < dhp; c += 16)
 				*(v16f *) (oi + c) = VLOAD(oi + c) * inv;
 			w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
 		}
 	}
+	if (only >= 0)
+	{
+		for (int d = 0; d < dh; d++)
+			out[h * dh + d] = O[(int64_t) pone * dhp + d];
+		return;
+	}
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
 	for (int i = 0; i < S; i++)
 		lse[i] = w->lse[iperm[i]];
-}
-
-/* Forward of one (b, h) for the query at position qpos alone: out and q
- * are that position's rows [H*dh]; k, v [S,H,dh] of element b.  The same
- * tiles in the same order as fwd_head's, through the same fwd_row_tile. */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-static void
-fwd_head_row(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float *out, const float *q,
-			 const float *k, const float *v, int qpos)
-{
-	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
-	const int32_t *iperm = plan->iperm + (int64_t) b * S;
-	float         *KT = w->kt, *V = w->v, *qi = w->q, *oi = w->o;
-	int            pi = iperm[qpos], qt = pi / T, ii = pi % T;
-	int64_t        p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
-	float          mrow = -INFINITY, lrow = 0.0f, inv;
-
-	for (int i = 0; i < S; i++)
-	{
-		int64_t off = ((int64_t) i * H + h) * dh;
-		int     p = iperm[i];
-		float  *vd = V + (int64_t) p * dhp, *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
-
-		for (int d = 0; d < dh; d++)
-			vd[d] = v[off + d];
-		for (int d = 0; d < dh; d++)
-			kd[d * T] = k[off + d];
-	}
-	for (int d = 0; d < dh; d++)      /* pads (d >= dh) stay 0 */
-		qi[d] = q[h * dh + d];
-	memset(oi, 0, sizeof(float) * dhp);
-	for (int64_t pr = p0; pr < p1; pr++)
-	{
-		int kt = plan->ktile[pr];
-
-		if (plan->mask[pr * T + ii] != 0)
-			fwd_row_tile(oi, &mrow, &lrow, qi, KT + (int64_t) kt * dhp * T, V + (int64_t) kt * T * dhp,
-						 plan->mask[pr * T + ii], dhp);
-	}
-	inv = 1.0f / lrow;
-	for (int c = 0; c < dhp; c += 16)
-		*(v16f *) (oi + c) = VLOAD(oi + c) * inv;
-	for (int d = 0; d < dh; d++)
-		out[h * dh + d] = oi[d];
 }
 
 /* Backward of one (b, h). */
@@ -529,7 +498,7 @@ attn_block_sparse_forward(float *out, float *lse,
 
 			if (ok)
 				fwd_head(plan, b, h, H, dh, &w, out + eo, lse + (int64_t) bh * S,
-						 q + eo, k + eo, v + eo);
+						 q + eo, k + eo, v + eo, -1);
 			else
 			{
 				for (int i = 0; i < S; i++)
@@ -601,8 +570,8 @@ attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const
 			int64_t eo = (int64_t) b * S * D;
 
 			if (ok)
-				fwd_head_row(plan, b, h, H, dh, &w, out + (int64_t) b * D, q + (int64_t) b * D, k + eo, v + eo,
-							 cell[b] - b * S);
+				fwd_head(plan, b, h, H, dh, &w, out + (int64_t) b * D, NULL, q + (int64_t) b * D, k + eo, v + eo,
+						 cell[b] - b * S);
 			else
 				for (int d = 0; d < dh; d++)
 					out[(int64_t) b * D + h * dh + d] = NAN;
