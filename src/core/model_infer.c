@@ -169,7 +169,8 @@ infer_last_attention(HwModel *m, int l, int s)
 		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
 		layer_gemm(m, slot, B, 1, 0, D, D, xnt, D, P(p->w4), 0.0f, tq, 4 * D);
 		layer_gemm(m, slot, B, 1, 3 * D, D, D, xnt, D, P(p->w4), 0.0f, tq + 3 * D, 4 * D);
-		/* qs of the targets into their rows of qs (qknorm on the B rows of tq) */
+		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq; its
+		 * kn, v and norms of those rows go to scratch, unread) */
 		o->qknorm_forward(be, xin_t, m->dv, o_t, a->qnorm, a->knorm, tq, P(p->tau), B, m->H, m->dh);
 		o->attn_forward_rows(be, att_t, xin_t, a->kn, a->v, m->plans[s], m->d_tidx, m->H, m->dh);
 	}
