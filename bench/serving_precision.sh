@@ -45,7 +45,7 @@ CREATE TABLE bench_preds (precision text, row_id text, prediction float8, label 
 CREATE TABLE bench_runs (precision text, round int, what text, value float8);
 -- the backend's CPU time (all its threads) in seconds
 CREATE FUNCTION pg_temp.cpu_s() RETURNS float8 LANGUAGE sql AS \$\$
-  SELECT (f[14]::float8 + f[15]::float8) / 100
+  SELECT (f[12]::float8 + f[13]::float8) / 100
   FROM (SELECT string_to_array(split_part(pg_read_file('/proc/self/stat'), ') ', 2), ' ') AS f) s
 \$\$;
 SQL
