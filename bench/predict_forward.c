@@ -3,7 +3,11 @@
  * the training forward used before (hw_model_eval: tape + loss), with the
  * machine's sgemm peak measured first in the same run.
  *
- *   bench/bin/predict_forward [preset] [--rows N] [--threads T]   default: small, 10000 rows
+ *   bench/bin/predict_forward [preset] [--rows N] [--threads T] [--rounds R]   default: small, 10000 rows, 2
+ *
+ * The serving forward in four variants, alternating over R rounds: fp32 or
+ * bf16 layer GEMMs (bf16 only on processors with AVX512_BF16), and the last
+ * attention sublayer whole or on the target cells only.
  *
  * Synthetic sequences (synth_batch.h, 5% padding) of the preset's B x S; rows/s
  * counts predicted sequences (one target each).  Prints the forward GEMMs'
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -71,6 +76,20 @@ report:
 	}
 }
 
+static void (*real_gemm_bf16)(HwBackend *, int, int, int, const float *, int, const void *, int, float, float *,
+							  int);
+
+static void
+timed_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *pk, int n0, float beta,
+				float *C, int ldc)
+{
+	double t0 = hw_now_ms();
+
+	real_gemm_bf16(be, M, N, K, A, lda, pk, n0, beta, C, ldc);
+	gemm_ms += hw_now_ms() - t0;
+	gemm_flop += 2.0 * M * N * K;
+}
+
 static void (*real_rows_batched)(HwBackend *, int, int, int, int, const float *, int, const float *, float,
 								 float *, int);
 
@@ -85,11 +104,76 @@ timed_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, i
 	gemm_flop += 2.0 * nb * M * N * K;
 }
 
+
+static double
+cpu_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* the serving forward's variants: precision x the last sublayer whole
+ * (attn_forward_rows hidden: the forward before the target-rows tail) or on
+ * the target cells */
+#define NVARIANT 4
+static const char *const variant_names[NVARIANT] = {
+	"fp32, last sublayer whole", "fp32, last sublayer on targets", "bf16, last sublayer whole",
+	"bf16, last sublayer on targets",
+};
+
+static int
+run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int v, int nb, int B, const char *preset,
+			double peak)
+{
+	HwError err = {0};
+	bool    bf16 = v >= 2, trimmed = v % 2 == 1;
+	void   (*rows_fn)(HwBackend *, float *, const float *, const float *, const float *, const void *,
+					  const int32_t *, int, int) = shim_ops.attn_forward_rows;
+	double  t0, c0, ms, cms;
+
+	if (bf16 && !be->ops->bf16_usable(be))
+		return 0;
+	if (hw_model_set_inference_precision(m, bf16 ? HW_PRECISION_BF16 : HW_PRECISION_FP32, &err) != HW_OK)
+	{
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	if (!trimmed)
+		shim_ops.attn_forward_rows = NULL;
+	if (hw_model_predict(m, b, pr, &err) != HW_OK)      /* warm-up (and the bf16 packing) */
+	{
+		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	gemm_ms = gemm_flop = 0;
+	t0 = hw_now_ms();
+	c0 = cpu_ms();
+	for (int k = 0; k < nb; k++)
+		if (hw_model_predict(m, b, pr, &err) != HW_OK)
+		{
+			fprintf(stderr, "%s\n", err.msg);
+			return 1;
+		}
+	ms = hw_now_ms() - t0;
+	cms = cpu_ms() - c0;
+	shim_ops.attn_forward_rows = rows_fn;
+	printf("  %-40s %7.1f rows/s wall, %7.1f rows/s per CPU-second (%d batches); GEMM %.2f GFLOP/row, "
+		   "%.0f%% of the wall time\n", variant_names[v], nb * B / (ms / 1e3), nb * B / (cms / 1e3), nb,
+		   gemm_flop / 1e9 / (nb * B), 100 * gemm_ms / ms);
+	printf("RESULT variant=%d precision=%s trimmed=%d preset=%s rows_per_s=%.1f rows_per_cpu_s=%.1f "
+		   "gemm_gflops=%.1f peak_gflops=%.1f\n", v, bf16 ? "bf16" : "fp32", trimmed, preset, nb * B / (ms / 1e3),
+		   nb * B / (cms / 1e3), gemm_flop / (gemm_ms * 1e6), peak);
+	fflush(stdout);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char   *preset = "small";
-	int           rows = 10000, threads = 0, dt = 256;
+	int           rows = 10000, threads = 0, dt = 256, rounds = 2, only = -1;
 	HwError       err = {0};
 	HwModelConfig c;
 	HwBackend    *be;
@@ -105,6 +189,10 @@ main(int argc, char **argv)
 			rows = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			threads = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc)
+			only = atoi(argv[++i]);
 		else
 			preset = argv[i];
 	}
@@ -140,42 +228,33 @@ main(int argc, char **argv)
 	real_rows_batched = be->ops->gemm_rows_batched;
 	if (real_rows_batched)
 		shim_ops.gemm_rows_batched = timed_rows_batched;
+	real_gemm_bf16 = be->ops->gemm_bf16;
+	if (real_gemm_bf16)
+		shim_ops.gemm_bf16 = timed_gemm_bf16;
 	be->ops = &shim_ops;
 	printf("%s: D=%d H=%d L=%d F=%d, batches of B=%d x S=%d, %d rows, %d threads\n", preset, c.d_model,
 		   c.n_heads, c.n_layers, c.d_ff, c.batch_size, c.seq_len, rows, threads);
-	for (int path = 0; path < 2; path++)
+	/* the training forward (4 batches), then the serving forward's variants
+	 * in alternating rounds (the machine may be shared: process CPU time is
+	 * reported beside the wall clock) */
+	if (only < 0)
 	{
-		int    nb = (rows + c.batch_size - 1) / c.batch_size;
-		double t0, ms;
+		double t0 = hw_now_ms(), c0 = cpu_ms();
 		float  loss;
 
-		/* one warm-up batch */
-		if ((path ? hw_model_predict(m, b, pr, &err) : hw_model_eval(m, b, &loss, pr, &err)) != HW_OK)
-		{
-			fprintf(stderr, "%s\n", err.msg);
-			return 1;
-		}
-		if (path == 0)
-			nb = nb < 4 ? nb : 4;     /* the old path is slow: 4 batches are enough */
-		gemm_ms = gemm_flop = 0;
-		t0 = hw_now_ms();
-		for (int k = 0; k < nb; k++)
-			if ((path ? hw_model_predict(m, b, pr, &err) : hw_model_eval(m, b, &loss, pr, &err)) != HW_OK)
+		for (int k = 0; k < 5; k++)
+			if (hw_model_eval(m, b, &loss, pr, &err) != HW_OK)
 			{
 				fprintf(stderr, "%s\n", err.msg);
 				return 1;
 			}
-		ms = hw_now_ms() - t0;
-		printf("  %-44s %7.0f rows/s (%d batches, %.1f ms each); GEMM %.1f GFLOP/row, %.1f GFLOP/s = %.0f%% of "
-			   "peak, %.0f%% of the time\n",
-			   path ? "hw_model_predict (inference forward)" : "hw_model_eval (training forward + loss)",
-			   nb * c.batch_size / (ms / 1e3), nb, ms / nb, gemm_flop / 1e9 / (nb * c.batch_size),
-			   gemm_flop / (gemm_ms * 1e6), 100 * gemm_flop / (gemm_ms * 1e6) / peak, 100 * gemm_ms / ms);
-		printf("RESULT path=%s preset=%s rows_per_s=%.1f gemm_gflops=%.1f peak_gflops=%.1f\n", path ? "predict" : "eval",
-			   preset, nb * c.batch_size / (ms / 1e3), gemm_flop / (gemm_ms * 1e6), peak);
-		timed_gemm(be, false, false, -1, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, 0);
-		fflush(stdout);
+		printf("  %-40s %7.1f rows/s wall, %7.1f rows/s per CPU-second\n", "hw_model_eval (training forward + loss)",
+			   5 * c.batch_size / ((hw_now_ms() - t0) / 1e3), 5 * c.batch_size / ((cpu_ms() - c0) / 1e3));
 	}
+	for (int round = 0; round < rounds; round++)
+		for (int v = 0; v < NVARIANT; v++)
+			if ((only < 0 || v == only) && run_variant(m, be, b, pr, v, (rows + c.batch_size - 1) / c.batch_size, c.batch_size, preset, peak) != 0)
+				return 1;
 	hw_predictions_free(pr);
 	hw_batch_free(b);
 	hw_model_free(m);

@@ -693,7 +693,9 @@ static const HwBackendOps cuda_ops = make_ops();
 extern "C" int
 hw_cuda_backend_check_table(HwError *err)
 {
-	static const size_t optional[] = { offsetof(HwBackendOps, gemm_rows_batched) };
+	static const size_t optional[] = { offsetof(HwBackendOps, gemm_rows_batched), offsetof(HwBackendOps, bf16_usable),
+									   offsetof(HwBackendOps, bf16_weight_pack), offsetof(HwBackendOps, bf16_weight_free),
+									   offsetof(HwBackendOps, gemm_bf16), offsetof(HwBackendOps, attn_forward_rows) };
 	const char *base = (const char *) &cuda_ops;
 	for (size_t off = offsetof(HwBackendOps, destroy); off < sizeof(HwBackendOps); off += sizeof(void *))
 	{

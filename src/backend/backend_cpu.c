@@ -130,6 +130,16 @@ cpu_attn_forward(HwBackend *be, float *out, float *lse, const float *q, const fl
 }
 
 static void
+cpu_attn_forward_rows(HwBackend *be, float *out, const float *q, const float *k, const float *v, const void *plan,
+					  const int32_t *cell, int H, int dh)
+{
+	int old = push_threads(be);
+
+	attn_block_sparse_forward_rows(out, q, k, v, plan, cell, H, dh);
+	pop_threads(old);
+}
+
+static void
 cpu_attn_backward(HwBackend *be, float *dq, float *dk, float *dv, const float *dout,
 				  const float *out, const float *lse, const float *q, const float *k,
 				  const float *v, const void *plan, int H, int dh)
@@ -178,6 +188,11 @@ static const HwBackendOps cpu_ops = {
 	.loss_forward_backward = cpu_loss_forward_backward,
 	.adamw_update = cpu_adamw_update,
 	.muon_momentum = cpu_muon_momentum,
+	.bf16_usable = cpu_bf16_usable,
+	.bf16_weight_pack = cpu_bf16_weight_pack,
+	.bf16_weight_free = cpu_bf16_weight_free,
+	.gemm_bf16 = cpu_gemm_bf16,
+	.attn_forward_rows = cpu_attn_forward_rows,
 };
 
 HwBackend *
@@ -205,6 +220,12 @@ void
 hw_backend_cpu_set_threads(HwBackend *be, int n_threads)
 {
 	be->n_threads = n_threads;
+}
+
+void
+hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled)
+{
+	((CpuCtx *) be->ctx)->bf16_disabled = disabled;
 }
 
 void

@@ -25,6 +25,7 @@ typedef struct CpuCtx
 {
 	float  *scratch;               /* partial sums of reductions */
 	size_t  scratch_n;
+	bool    bf16_disabled;         /* hw_backend_cpu_disable_bf16: fp32 even where AVX512_BF16 exists */
 } CpuCtx;
 
 /* the backend's OpenMP team size */
@@ -42,6 +43,11 @@ double cpu_sumsq(HwBackend *be, const float *x, size_t n);
 void cpu_gather_f16_rows(HwBackend *be, float *out, const uint16_t *table, const int32_t *idx, int M, int C);
 void cpu_gather_rows(HwBackend *be, float *out, const float *in, const int32_t *idx, int M, int C);
 void cpu_scatter_add_rows(HwBackend *be, float *din, const float *dout, const int32_t *idx, int M, int C);
+/* backend_cpu_bf16.c (backend.h bf16_* entries) */
+bool  cpu_bf16_usable(HwBackend *be);
+void *cpu_bf16_weight_pack(HwBackend *be, const float *W, int N, int K);
+void  cpu_bf16_weight_free(HwBackend *be, void *packed);
+void  cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0, float beta, float *C, int ldc);
 /* backend_cpu_norm.c */
 void cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D);
 void cpu_rmsnorm_backward(HwBackend *be, float *dx, float *dg, const float *dout, const float *x, const float *rstd, const float *g, int N, int D);

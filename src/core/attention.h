@@ -72,6 +72,13 @@ void attn_block_sparse_forward(float *out, float *lse,
 							   const float *q, const float *k, const float *v,
 							   const HwAttnPlan *plan, int H, int dh);
 
+/* Forward of one query cell per batch element (inference: only the target
+ * cell's row reaches the heads): out[b, :] (=) [B, H*dh] row cell[b] (a flat
+ * index b*S + position) of what attn_block_sparse_forward writes, bit for
+ * bit; q [B, H*dh] holds those cells' query rows, k and v are whole. */
+void attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v,
+									const HwAttnPlan *plan, const int32_t *cell, int H, int dh);
+
 /* Backward: dq, dk, dv [B,S,H,dh] are OVERWRITTEN (not accumulated).
  * dout [B,S,H,dh]; out and lse from the forward. */
 void attn_block_sparse_backward(float *dq, float *dk, float *dv,

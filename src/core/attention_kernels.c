@@ -10,6 +10,10 @@
  * the saved lse; because a whole (b, h) is handled by one thread in a fixed
  * tile order, dq/dk/dv are deterministic whatever the thread count.
  */
+/* keeps the row gathers and scatters as inline loops: GCC would turn each
+ * dh-float copy into a libc memmove call (a tenth of the forward's time) */
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+
 #include "attention_internal.h"
 
 #include <math.h>
@@ -115,12 +119,14 @@ typedef struct AttnWork
 } AttnWork;
 
 static int
-work_alloc(AttnWork *w, int S, int dh)
+work_alloc(AttnWork *w, int S, int dh, bool backward)
 {
 	int     nt = (S + T - 1) / T;
 	size_t  Sp = (size_t) nt * T, dhp = (size_t) ((dh + 15) / 16) * 16;
 	size_t  n = Sp * dhp;
-	size_t  total = n * 10 + 2 * Sp + 2 * T * T;
+	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
+	 * and clears only those */
+	size_t  total = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
 	float  *buf;
 
 	memset(w, 0, sizeof(*w));
@@ -131,19 +137,22 @@ work_alloc(AttnWork *w, int S, int dh)
 	w->Sp = (int) Sp;
 	w->dhp = (int) dhp;
 	w->q = buf;
-	w->k = buf + n;
-	w->kt = buf + 2 * n;
-	w->v = buf + 3 * n;
-	w->vt = buf + 4 * n;
-	w->o = buf + 5 * n;
-	w->dout = buf + 6 * n;
-	w->dq = buf + 7 * n;
-	w->dk = buf + 8 * n;
-	w->dv = buf + 9 * n;
-	w->rowv = buf + 10 * n;
-	w->lse = w->rowv + Sp;
-	w->P = w->lse + Sp;
-	w->dS = w->P + T * T;
+	w->kt = buf + n;
+	w->v = buf + 2 * n;
+	w->o = buf + 3 * n;
+	w->lse = buf + 4 * n;
+	if (backward)
+	{
+		w->rowv = w->lse + Sp;
+		w->k = w->rowv + Sp;
+		w->vt = w->k + n;
+		w->dout = w->vt + n;
+		w->dq = w->dout + n;
+		w->dk = w->dq + n;
+		w->dv = w->dk + n;
+		w->P = w->dv + n;
+		w->dS = w->P + T * T;
+	}
 	return 0;
 }
 
@@ -155,7 +164,8 @@ work_alloc(AttnWork *w, int S, int dh)
  * loops, not memcpy: rows are only dh floats, and the copies get the vector
  * width of the calling clone.  Pads of the buffers (dims >= dh) stay 0.
  */
-/* forward gathers in one pass over the original order: Q, V rows and K^T tiles */
+/* forward gathers in one pass over the original order: Q (q NULL: none), V
+ * rows and K^T tiles */
 static inline __attribute__((always_inline)) void
 gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		   const float *restrict q, const float *restrict k, const float *restrict v,
@@ -168,11 +178,10 @@ gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		float  *qd = Q + (int64_t) p * dhp, *vd = V + (int64_t) p * dhp;
 		float  *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
 
-		for (int d = 0; d < dh; d++)
-		{
+		for (int d = 0; q && d < dh; d++)
 			qd[d] = q[off + d];
+		for (int d = 0; d < dh; d++)
 			vd[d] = v[off + d];
-		}
 		for (int d = 0; d < dh; d++)
 			kd[d * T] = k[off + d];
 	}
@@ -246,20 +255,64 @@ tile_scores(v16f *out, const float *restrict q, const float *restrict kt, int dh
 	*out = (s0 + s1) + (s2 + s3);
 }
 
-/* Forward of one (b, h): q,k,v,out [S,H,dh] of element b; lse [S] of (b,h). */
+/* One query row against one key tile (online softmax): its output oi
+ * [dhp], running max *mrow and sum *lrow, from its q [dhp], the tile's K^T
+ * [dhp][T] and V [T][dhp] and its mask word. */
+static inline __attribute__((always_inline)) void
+fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *Kt, const float *Vr, uint16_t mk,
+			 int dhp)
+{
+	v16f  s, pv;
+	float mx, mnew, scale;
+	float pj[T];
+
+	tile_scores(&s, qi, Kt, dhp);
+	s = VSEL(VMASK_BITS(mk), s, VSPLAT(-INFINITY));
+	mx = vhmax(&s);
+	mnew = mx > *mrow ? mx : *mrow;
+	/* the running max rarely moves after the first tiles */
+	scale = mnew == *mrow ? 1.0f : attn_expf(*mrow - mnew);
+	pv = s - mnew;
+	vexp(&pv);
+	*lrow = *lrow * scale + vhsum(&pv);
+	*mrow = mnew;
+	memcpy(pj, &pv, sizeof(pj));
+	for (int c = 0; c < dhp; c += 16)
+	{
+		const float *vc = Vr + c;
+		v16f         a0 = VLOAD(oi + c) * scale, a1 = {}, a2 = {}, a3 = {};
+
+		for (int jj = 0; jj < T; jj += 4)
+		{
+			a0 += pj[jj] * VLOAD(vc + (int64_t) jj * dhp);
+			a1 += pj[jj + 1] * VLOAD(vc + (int64_t) (jj + 1) * dhp);
+			a2 += pj[jj + 2] * VLOAD(vc + (int64_t) (jj + 2) * dhp);
+			a3 += pj[jj + 3] * VLOAD(vc + (int64_t) (jj + 3) * dhp);
+		}
+		*(v16f *) (oi + c) = (a0 + a1) + (a2 + a3);
+	}
+}
+
+/* Forward of one (b, h): q,k,v,out [S,H,dh] of element b; lse [S] of (b,h).
+ * only >= 0: the query at that position alone (inference): q and out are
+ * its rows [H*dh], lse is not written; the same loops skip the other
+ * queries, so the row runs the very instructions of the full forward. */
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static void
 fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-		 float *out, float *lse, const float *q, const float *k, const float *v)
+		 float *out, float *lse, const float *q, const float *k, const float *v, int only)
 {
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
 	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
 	float          mrow[T], lrow[T];
+	int            pone = only >= 0 ? iperm[only] : -1;     /* its permuted position */
 
-	gather_fwd(Q, KT, V, q, k, v, iperm, S, H, h, dh, dhp);
+	gather_fwd(Q, KT, V, only >= 0 ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
+	for (int d = 0; only >= 0 && d < dh; d++)
+		Q[(int64_t) pone * dhp + d] = q[h * dh + d];
 
-	for (int qt = 0; qt < nt; qt++)
+	for (int qt = only >= 0 ? pone / T : 0; qt < (only >= 0 ? pone / T + 1 : nt); qt++)
 	{
 		int     nq = S - qt * T < T ? S - qt * T : T;
 		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
@@ -279,50 +332,27 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 			const float    *Vr = V + (int64_t) kt * T * dhp;
 
 			for (int ii = 0; ii < nq; ii++)
-			{
-				float *oi = Ot + (int64_t) ii * dhp;
-				v16f   s, pv;
-				float  mx, mnew, scale;
-				float  pj[T];
-
-				if (mk[ii] == 0)
-					continue;
-				tile_scores(&s, Q + (int64_t) (qt * T + ii) * dhp, Kt, dhp);
-				s = VSEL(VMASK_BITS(mk[ii]), s, VSPLAT(-INFINITY));
-				mx = vhmax(&s);
-				mnew = mx > mrow[ii] ? mx : mrow[ii];
-				/* the running max rarely moves after the first tiles */
-				scale = mnew == mrow[ii] ? 1.0f : attn_expf(mrow[ii] - mnew);
-				pv = s - mnew;
-				vexp(&pv);
-				lrow[ii] = lrow[ii] * scale + vhsum(&pv);
-				mrow[ii] = mnew;
-				memcpy(pj, &pv, sizeof(pj));
-				for (int c = 0; c < dhp; c += 16)
-				{
-					const float *vc = Vr + c;
-					v16f         a0 = VLOAD(oi + c) * scale, a1 = {}, a2 = {}, a3 = {};
-
-					for (int jj = 0; jj < T; jj += 4)
-					{
-						a0 += pj[jj] * VLOAD(vc + (int64_t) jj * dhp);
-						a1 += pj[jj + 1] * VLOAD(vc + (int64_t) (jj + 1) * dhp);
-						a2 += pj[jj + 2] * VLOAD(vc + (int64_t) (jj + 2) * dhp);
-						a3 += pj[jj + 3] * VLOAD(vc + (int64_t) (jj + 3) * dhp);
-					}
-					*(v16f *) (oi + c) = (a0 + a1) + (a2 + a3);
-				}
-			}
+				if (mk[ii] != 0 && (only < 0 || qt * T + ii == pone))
+					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
+								 Kt, Vr, mk[ii], dhp);
 		}
 		for (int ii = 0; ii < nq; ii++)
 		{
 			float *oi = Ot + (int64_t) ii * dhp;
 			float  inv = 1.0f / lrow[ii];
 
+			if (only >= 0 && qt * T + ii != pone)
+				continue;
 			for (int c = 0; c < dhp; c += 16)
 				*(v16f *) (oi + c) = VLOAD(oi + c) * inv;
 			w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
 		}
+	}
+	if (only >= 0)
+	{
+		for (int d = 0; d < dh; d++)
+			out[h * dh + d] = O[(int64_t) pone * dhp + d];
+		return;
 	}
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
 	for (int i = 0; i < S; i++)
@@ -456,7 +486,7 @@ attn_block_sparse_forward(float *out, float *lse,
 #pragma omp parallel
 	{
 		AttnWork w;
-		int      ok = work_alloc(&w, S, dh) == 0;
+		int      ok = work_alloc(&w, S, dh, false) == 0;
 
 		/* on allocation failure this thread's heads get NaN, which the
 		 * trainer's NaN check reports; the contract has no error channel */
@@ -468,7 +498,7 @@ attn_block_sparse_forward(float *out, float *lse,
 
 			if (ok)
 				fwd_head(plan, b, h, H, dh, &w, out + eo, lse + (int64_t) bh * S,
-						 q + eo, k + eo, v + eo);
+						 q + eo, k + eo, v + eo, -1);
 			else
 			{
 				for (int i = 0; i < S; i++)
@@ -495,7 +525,7 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 #pragma omp parallel
 	{
 		AttnWork w;
-		int      ok = work_alloc(&w, S, dh) == 0;
+		int      ok = work_alloc(&w, S, dh, true) == 0;
 
 #pragma omp for schedule(dynamic, 1)
 		for (int bh = 0; bh < B * H; bh++)
@@ -521,3 +551,32 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 	}
 }
 
+
+void
+attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
+							   const int32_t *cell, int H, int dh)
+{
+	int B = plan->B, S = plan->S, D = H * dh;
+
+#pragma omp parallel
+	{
+		AttnWork w;
+		int      ok = work_alloc(&w, S, dh, false) == 0;
+
+#pragma omp for schedule(dynamic, 1)
+		for (int bh = 0; bh < B * H; bh++)
+		{
+			int     b = bh / H, h = bh % H;
+			int64_t eo = (int64_t) b * S * D;
+
+			if (ok)
+				fwd_head(plan, b, h, H, dh, &w, out + (int64_t) b * D, NULL, q + (int64_t) b * D, k + eo, v + eo,
+						 cell[b] - b * S);
+			else
+				for (int d = 0; d < dh; d++)
+					out[(int64_t) b * D + h * dh + d] = NAN;
+		}
+		if (ok)
+			free(w.q);
+	}
+}

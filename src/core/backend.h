@@ -246,6 +246,27 @@ typedef struct HwBackendOps
 	 * issues nb gemm calls instead. */
 	void (*gemm_rows_batched)(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
 							  const float *W, float beta, float *C, int ldc);
+	/* Inference GEMMs in bf16 (the CPU backend on processors with
+	 * AVX512_BF16; NULL elsewhere).  bf16_usable: can this machine run them
+	 * now?  bf16_weight_pack: an opaque packed bf16 copy of W[N,K] (rounded
+	 * to nearest even), made once per loaded model; NULL when not usable or
+	 * out of memory; freed by bf16_weight_free.  gemm_bf16: C[M,N] (=, or
+	 * beta*C +) A[M,K] (row stride lda, rounded to bf16 per call) @
+	 * W[n0:n0+N, :]^T with fp32 accumulation (n0 a multiple of 16: a slice
+	 * of the packed rows, e.g. the k|v block of a fused projection).  Every element of C is the same sequence of
+	 * operations whatever M, the row's place in the call and the thread
+	 * count, so a row's bits depend only on that row of A and on W. */
+	bool  (*bf16_usable)(HwBackend *be);
+	void *(*bf16_weight_pack)(HwBackend *be, const float *W, int N, int K);
+	void  (*bf16_weight_free)(HwBackend *be, void *packed);
+	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
+					   int n0, float beta, float *C, int ldc);
+	/* Attention of one query cell per sequence (inference): out[B, H*dh]
+	 * (=) rows cell[b] (device int32, flat b*S + position) of attn_forward's
+	 * out, bit for bit; q [B, H*dh] those cells' query rows, k, v [N, H*dh].
+	 * NULL: the model runs attn_forward and gathers. */
+	void  (*attn_forward_rows)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
+							   const void *plan, const int32_t *cell, int H, int dh);
 } HwBackendOps;
 
 struct HwBackend
@@ -263,5 +284,8 @@ void       hw_backend_destroy(HwBackend *be);
 
 /* Changes the CPU backend's team size (tests of determinism). */
 void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
+/* disabled: the CPU backend reports bf16 as unusable (bf16_usable false) even
+ * on a processor with AVX512_BF16 (tests of the fp32 fallback). */
+void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
 
 #endif /* HW_BACKEND_H */

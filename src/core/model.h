@@ -356,6 +356,22 @@ int hw_model_eval(HwModel *m, const HwBatch *batch, float *loss, HwPredictions *
  * are not read (a categorical target id need only lie inside its block). */
 int hw_model_predict(HwModel *m, const HwBatch *batch, HwPredictions *pred, HwError *err);
 
+/* Precision of hw_model_predict's transformer-layer GEMMs (the encoder,
+ * attention, norms and heads stay fp32).  BF16: weights and activations
+ * rounded to bf16, fp32 accumulation (backend.h bf16_*: the CPU backend on
+ * processors with AVX512_BF16); AUTO: bf16 where the backend can, else fp32.
+ * A model starts in FP32.  Within one precision a sequence's predictions
+ * stay bit-identical whatever the batch.  Setting BF16 or AUTO takes a bf16
+ * copy of the parameters as they are now (kept until hw_model_free or
+ * FP32); training steps drop it (the next prediction retakes it), other
+ * parameter writes (hw_model_set_flat, loading state) need the precision
+ * set again.  HW_ERR_INVALID: BF16 asked where the backend cannot;
+ * HW_ERR_NOMEM: no memory for the copy (the model stays as it was). */
+typedef enum HwPrecision { HW_PRECISION_AUTO = 0, HW_PRECISION_FP32 = 1, HW_PRECISION_BF16 = 2 } HwPrecision;
+int         hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err);
+/* the precision hw_model_predict uses now: HW_PRECISION_FP32 or HW_PRECISION_BF16 */
+HwPrecision hw_model_inference_precision(const HwModel *m);
+
 /* Lower level (tests, the PyTorch fixture): forward + backward leaving the
  * gradients in the grad buffer, no update; then the update alone. */
 int hw_model_forward_backward(HwModel *m, const HwBatch *batch, float *loss, HwError *err);

@@ -164,6 +164,7 @@ hw_model_free(HwModel *m)
 		return;
 	be = m->be;
 	model_free_plans(m);
+	model_free_packed(m);
 	hw_arena_release(&m->arena);
 	if (!m->frozen)
 	{

@@ -3,15 +3,19 @@
  *
  * The training forward (model_forward.c) with the same backend entries
  * in the same order on the same buffers, minus what only training needs: no
- * tape records, no loss, no per-op timing.  One shortcut that does not
- * change a row's arithmetic: after the last attention sublayer's attention
- * only the target cell's residual stream reaches the heads, so its output
- * projection, gated residual and the last FFN run on the B target rows
- * (gathered) instead of all B*S cells (~12% of the small preset's forward
- * GEMM work).  Every row is computed by the same kernels whatever the other
+ * tape records, no loss, no per-op timing.  One shortcut: only the target
+ * cell's residual stream reaches the heads, so the last attention sublayer
+ * computes keys and values for every cell but the query, gate, attention,
+ * output projection and gated residual for the B target cells only
+ * (gathered), and the last FFN runs on those B rows.  Earlier sublayers stay
+ * whole: a later sublayer's attention reads every cell.
+ *
+ * Precision: the layers' GEMMs in fp32 (OpenBLAS blocks) or, after
+ * hw_model_set_inference_precision, in bf16 (model_precision.c); the rest
+ * stays fp32.  Every row is computed by the same kernels whatever the other
  * rows of the batch (the backend's GEMM blocks and row-wise entries), so a
- * sequence's predictions are bit-identical alone or in any batch
- * (test_model_infer.c checks it).
+ * sequence's predictions are bit-identical alone or in any batch, in either
+ * precision (test_model_infer.c checks it).
  */
 #include "model_internal.h"
 
@@ -40,6 +44,22 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
 	for (int b = 0; b < nb; b++)
 		m->be->ops->gemm(m->be, false, true, rows, N, K, 1.0f, A + (size_t) b * rows * lda, lda, W, K, beta,
 						 C + (size_t) b * rows * ldc, ldc);
+}
+
+/*
+ * A transformer layer's GEMM: C[M, N] (=, or += with beta 1) A[M, K] @
+ * W[n0:n0+N, :]^T, M = nb*rows rows of stride lda.  With the model's bf16
+ * copies (m->pk, hw_model_set_inference_precision) one bf16 call whose every
+ * row is computed alike whatever M (backend.h gemm_bf16); else fp32 blocks.
+ */
+static void
+layer_gemm(HwModel *m, int slot, int nb, int rows, int n0, int N, int K, const float *A, int lda, const float *W,
+		   float beta, float *C, int ldc)
+{
+	if (m->pk)
+		m->be->ops->gemm_bf16(m->be, nb * rows, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+	else
+		gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
 }
 
 /* projected tables [ncols|Uc|U, D], the encoder e [N,D] with its side
@@ -88,8 +108,7 @@ infer_encoder(HwModel *m)
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 }
 
-/* attention sublayer s of layer l into xout [N,D]; the model's last one
- * writes only the B target rows, into m->dkn [B,D] */
+/* attention sublayer s of layer l into xout [N,D] (not the model's last) */
 static void
 infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 {
@@ -98,29 +117,66 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
 	int                 D = m->D, N = m->N, B = m->B;
-	bool                last = l == m->L - 1 && s == m->A - 1;
 
 	/* [q|k|v|gp] [N,4D] = rms(x) @ W4^T */
 	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
-	gemm_blocks(m, B, m->S, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
+	layer_gemm(m, PK_W4(m, l, s), B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 	o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
 	o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
-	if (!last)
-	{
-		gemm_blocks(m, B, m->S, D, D, a->att, D, P(p->wo), 0.0f, a->o, D);
-		o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
-		return;
-	}
-	/* target rows only from here: att, x_in, qkvg rows -> [B, *] */
-	{
-		float *att_t = m->datt, *xin_t = m->dqs, *o_t = m->dO, *g_t = m->dqkvg;
+	layer_gemm(m, PK_WO(m, l, s), B, m->S, 0, D, D, a->att, D, P(p->wo), 0.0f, a->o, D);
+	o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
+}
 
+/*
+ * The model's last attention sublayer, into m->dkn [B,D]: only the B target
+ * cells' rows reach the heads from here, so every cell gets its keys and
+ * values (k|v columns of the projection) but only the target cells get a
+ * query, a gate, attention, the output projection and the gated residual.
+ * Row-wise entries give a target row the bits of the full computation; the
+ * GEMMs too in bf16 (a row's bits never depend on the call), in fp32 the
+ * target rows' GEMMs are one-row calls (the same whatever the batch).
+ * Without the backend's attn_forward_rows: full attention, then gathers.
+ */
+static void
+infer_last_attention(HwModel *m, int l, int s)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->sa[l * m->A + s];
+	SubParams          *p = &m->sp[l * m->A + s];
+	int                 D = m->D, N = m->N, B = m->B, slot = PK_W4(m, l, s);
+	float              *tq = m->dqkvg;              /* [B,4D] the targets' [q|k|v|gp] */
+	float              *xnt = m->dxn, *att_t = m->datt, *xin_t = m->dqs, *o_t = m->dO;   /* [B,D] */
+
+	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	if (!o->attn_forward_rows)
+	{
+		layer_gemm(m, slot, B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
+		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
 		o->gather_rows(be, att_t, a->att, m->d_tidx, B, D);
-		o->gather_rows(be, xin_t, a->x_in, m->d_tidx, B, D);
-		o->gather_rows(be, g_t, a->qkvg, m->d_tidx, B, 4 * D);
-		gemm_blocks(m, B, 1, D, D, att_t, D, P(p->wo), 0.0f, o_t, D);
-		o->gate_residual_forward(be, m->dkn, xin_t, g_t + 3 * D, 4 * D, o_t, B, D);
+		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
 	}
+	else
+	{
+		/* every cell's k|v [N, 2D] into qkvg's columns D..3D; the q columns
+		 * keep what the buffer held (qknorm's rows are independent and
+		 * only the targets' qs rows, recomputed below, are read) */
+		layer_gemm(m, slot, B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
+		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+		/* the targets' q and gp from their normed rows, k|v gathered */
+		o->gather_rows(be, xnt, m->xn, m->d_tidx, B, D);
+		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
+		layer_gemm(m, slot, B, 1, 0, D, D, xnt, D, P(p->w4), 0.0f, tq, 4 * D);
+		layer_gemm(m, slot, B, 1, 3 * D, D, D, xnt, D, P(p->w4), 0.0f, tq + 3 * D, 4 * D);
+		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq; its
+		 * kn, v and norms of those rows go to scratch, unread) */
+		o->qknorm_forward(be, xin_t, m->dv, o_t, a->qnorm, a->knorm, tq, P(p->tau), B, m->H, m->dh);
+		o->attn_forward_rows(be, att_t, xin_t, a->kn, a->v, m->plans[s], m->d_tidx, m->H, m->dh);
+	}
+	o->gather_rows(be, xin_t, a->x_in, m->d_tidx, B, D);
+	layer_gemm(m, PK_WO(m, l, s), B, 1, 0, D, D, att_t, D, P(p->wo), 0.0f, o_t, D);
+	o->gate_residual_forward(be, m->dkn, xin_t, tq + 3 * D, 4 * D, o_t, B, D);
 }
 
 /* feed-forward sublayer of layer l; the last layer's runs on the B target
@@ -139,10 +195,10 @@ infer_ffn_sublayer(HwModel *m, int l)
 	float              *xout = last ? m->xt : l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
 
 	o->rmsnorm_forward(be, m->xn, a->rstd, xin, P(p->norm_g), R, D);
-	gemm_blocks(m, B, R / B, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
+	layer_gemm(m, PK_WGU(m, l), B, R / B, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
 	o->swiglu_forward(be, m->hbuf, a->qkvg, R, F);
 	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) R * D);
-	gemm_blocks(m, B, R / B, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
+	layer_gemm(m, PK_W2(m, l), B, R / B, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
 }
 
 /* heads on the target positions xt [B,D] (L == 0: gathered from x_final):
@@ -178,13 +234,16 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 {
 	int rc;
 
-	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK)
+	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK || (rc = model_packed_refresh(m, err)) != HW_OK)
 		return rc;
 	infer_encoder(m);
 	for (int l = 0; l < m->L; l++)
 	{
 		for (int s = 0; s < m->A; s++)
-			infer_attention_sublayer(m, l, s, s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in);
+			if (l == m->L - 1 && s == m->A - 1)
+				infer_last_attention(m, l, s);
+			else
+				infer_attention_sublayer(m, l, s, s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in);
 		infer_ffn_sublayer(m, l);
 	}
 	infer_heads(m);

@@ -132,6 +132,13 @@ struct HwModel
 	HwRng         rng;
 	int64_t       step;
 
+	/* hw_model_set_inference_precision: bf16 copies of the layer weights
+	 * (backend bf16_weight_pack; NULL: fp32), PK_* indexes; the step they
+	 * were taken at (model_precision.c) */
+	void        **pk;         /* [2*L*A + 2*L] or NULL */
+	int64_t       pk_step;
+	const float  *pk_params;
+
 	/* current batch */
 	int           B, S, N, U, Uc, K, stype, num_loss;   /* num_loss: HwNumLoss of the batch */
 	int           ord_levels;          /* the batch's ordinal thresholds in use (0: none or no head) */
@@ -145,6 +152,16 @@ struct HwModel
 /* model_params.c: the parameter table (0 when out of memory) and initial values */
 int   model_build_params(HwModel *m);
 void  model_init_params(HwModel *m, float *host);
+
+/* model_precision.c: the bf16 copies of the layer weights (PK_* slots of
+ * m->pk, NULL: fp32); model_packed_refresh retakes them when the
+ * parameters moved (a training step, an average swap) since they were taken */
+#define PK_W4(m, l, s)  ((2 * ((l) * (m)->A + (s))))
+#define PK_WO(m, l, s)  ((2 * ((l) * (m)->A + (s)) + 1))
+#define PK_WGU(m, l)    ((2 * (m)->L * (m)->A + 2 * (l)))
+#define PK_W2(m, l)     ((2 * (m)->L * (m)->A + 2 * (l) + 1))
+int    model_packed_refresh(HwModel *m, HwError *err);
+void   model_free_packed(HwModel *m);
 
 /* model_create.c */
 void  model_free_plans(HwModel *m);

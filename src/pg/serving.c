@@ -646,6 +646,17 @@ hw_weights_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
 	return HW_WEIGHTS_BEST;		/* not reached */
 }
 
+/* Precision of the served model's layer GEMMs (HwPrecision): auto = bf16
+ * on processors with AVX512_BF16 (about twice the fp32 throughput, metrics
+ * unchanged to the third digit), fp32 elsewhere. */
+static int hw_inference_precision = HW_PRECISION_AUTO;
+static const struct config_enum_entry hw_precision_options[] = {
+	{"auto", HW_PRECISION_AUTO, false},
+	{"fp32", HW_PRECISION_FP32, false},
+	{"bf16", HW_PRECISION_BF16, false},
+	{NULL, 0, false},
+};
+
 void
 hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 {
@@ -664,6 +675,21 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 	{
 		hw_batch_free(b);
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory running the model")));
+	}
+	/* the session's precision (a no-op when unchanged: the bf16 copy of the
+	 * weights is kept with the cached model) */
+	if (hw_model_set_inference_precision(s->model, (HwPrecision) hw_inference_precision, &err) != HW_OK)
+	{
+		hw_batch_free(b);
+		hw_predictions_free(pr);
+		if (err.code == HW_ERR_INVALID)
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							errmsg("headwater.inference_precision = bf16 is not available to serve model \"%s\"",
+								   s->model_name),
+							errdetail("%s", err.msg),
+							errhint("Set headwater.inference_precision to 'auto' (bf16 where the processor has it) "
+									"or 'fp32'.")));
+		hw_pg_raise_core_error(&err, "preparing the model's bf16 weights");
 	}
 	/* inference forward: no tape, no loss; bit-identical per row in any batch */
 	int rc = hw_model_predict(s->model, b, pr, &err);
@@ -708,6 +734,7 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
  * many times slower); a DBA who serves many batch sessions lowers it. */
 static int hw_serving_threads = 0;
 
+
 void
 hw_serving_guc_init(void)
 {
@@ -716,6 +743,12 @@ hw_serving_guc_init(void)
 							"0: every CPU of the server (the default); 1: one thread, like a single-row call. "
 							"Lower it when many sessions predict in batch at once.",
 							&hw_serving_threads, 0, 0, 1024, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("headwater.inference_precision",
+							 "Arithmetic of the served model's layers: auto, fp32 or bf16.",
+							 "auto (the default): bf16 on processors with AVX512_BF16, fp32 elsewhere; "
+							 "fp32: always fp32; bf16: bf16 or an error.",
+							 &hw_inference_precision, HW_PRECISION_AUTO, hw_precision_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
 void

@@ -1,0 +1,95 @@
+/*
+ * model_precision.c: the serving forward's precision
+ * (hw_model_set_inference_precision): bf16 copies of the transformer
+ * layers' weights (w4, wo, wgu, w2: ~all of the forward's GEMM work),
+ * packed once by the backend (backend.h bf16_weight_pack) and read by
+ * model_infer.c's GEMMs.  The encoder, attention, norms and heads stay fp32.
+ */
+#include "model_internal.h"
+
+#include <stdlib.h>
+
+static bool
+backend_has_bf16(HwBackend *be)
+{
+	return be->ops->bf16_usable && be->ops->bf16_weight_pack && be->ops->gemm_bf16 && be->ops->bf16_usable(be);
+}
+
+void
+model_free_packed(HwModel *m)
+{
+	if (!m->pk)
+		return;
+	for (int i = 0; i < 2 * m->L * m->A + 2 * m->L; i++)
+		m->be->ops->bf16_weight_free(m->be, m->pk[i]);
+	free(m->pk);
+	m->pk = NULL;
+}
+
+/* the packed copies of the current parameters, all or none */
+static int
+pack_layers(HwModel *m, HwError *err)
+{
+	HwBackend *be = m->be;
+	int        n = 2 * m->L * m->A + 2 * m->L, D = m->D, F = m->F;
+	void     **pk = calloc(n, sizeof(void *));
+	bool       ok = pk != NULL;
+
+	for (int l = 0; l < m->L && ok; l++)
+	{
+		for (int s = 0; s < m->A; s++)
+		{
+			pk[PK_W4(m, l, s)] = be->ops->bf16_weight_pack(be, P(m->sp[l * m->A + s].w4), 4 * D, D);
+			pk[PK_WO(m, l, s)] = be->ops->bf16_weight_pack(be, P(m->sp[l * m->A + s].wo), D, D);
+		}
+		pk[PK_WGU(m, l)] = be->ops->bf16_weight_pack(be, P(m->fp[l].wgu), 2 * F, D);
+		pk[PK_W2(m, l)] = be->ops->bf16_weight_pack(be, P(m->fp[l].w2), D, F);
+	}
+	for (int i = 0; i < n && ok; i++)
+		ok = pk[i] != NULL;
+	if (!ok)
+	{
+		for (int i = 0; pk && i < n; i++)
+			be->ops->bf16_weight_free(be, pk[i]);
+		free(pk);
+		return hw_error_set(err, HW_ERR_NOMEM, "out of memory for the bf16 copy of the model's weights");
+	}
+	model_free_packed(m);
+	m->pk = pk;
+	m->pk_step = m->step;
+	m->pk_params = m->params;
+	return HW_OK;
+}
+
+int
+hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err)
+{
+	bool can = backend_has_bf16(m->be);
+
+	if (p == HW_PRECISION_BF16 && !can)
+		return hw_error_set(err, HW_ERR_INVALID,
+							"bf16 inference needs a processor with AVX512_BF16 and the CPU backend (this one: %s); "
+							"use fp32 or auto", m->be->ops->name);
+	if (p == HW_PRECISION_FP32 || (p == HW_PRECISION_AUTO && !can))
+	{
+		model_free_packed(m);
+		return HW_OK;
+	}
+	if (m->pk && m->pk_step == m->step && m->pk_params == m->params)
+		return HW_OK;
+	return pack_layers(m, err);
+}
+
+HwPrecision
+hw_model_inference_precision(const HwModel *m)
+{
+	return m->pk ? HW_PRECISION_BF16 : HW_PRECISION_FP32;
+}
+
+int
+model_packed_refresh(HwModel *m, HwError *err)
+{
+	if (!m->pk || (m->pk_step == m->step && m->pk_params == m->params))
+		return HW_OK;
+	return pack_layers(m, err);
+}

@@ -1,0 +1,181 @@
+/*
+ * test_gemm_bf16.c: the CPU backend's bf16 inference GEMM (backend.h
+ * bf16_*) against an independent triple loop:
+ *  - with the operands rounded to bf16 here (own rounding), the kernel
+ *    equals the double-precision product of the rounded operands to fp32
+ *    accumulation error: |C - ref| <= 1e-5 * sum_k |a_k w_k| (+ 1e-30);
+ *  - against the fp32 operands, the bf16 rounding error stays within
+ *    2^-7 * sum_k |a_k w_k| (each operand is off by at most 2^-9 relative);
+ *  - shapes with ragged edges (M, N, K not multiples of the tiles, K odd),
+ *    beta 1 accumulation, a row stride lda > K;
+ *  - a row's bits do not depend on M, its place in the call or the thread
+ *    count;
+ *  - hw_backend_cpu_disable_bf16 makes the backend report bf16 unusable and
+ *    refuse to pack (the fp32 fallback).
+ * Skipped (passes, says so) on a processor without AVX512_BF16.
+ */
+#include "unit.h"
+#include "backend.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* round to nearest even, as an independent reference of the kernel's rounding */
+static float
+round_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static float
+frand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (float) ((*s >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
+}
+
+static HwBackend *
+bf16_backend(int threads)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(threads, &err);
+
+	if (be && !be->ops->bf16_usable(be))
+	{
+		printf("  (no AVX512_BF16 on this processor: bf16 GEMM not exercised)\n");
+		hw_backend_destroy(be);
+		return NULL;
+	}
+	return be;
+}
+
+/* one shape: C (beta 0, then beta 1 on top) against both references */
+static int
+check_shape(HwBackend *be, int M, int N, int K, int lda)
+{
+	uint64_t seed = (uint64_t) M * 1000003u + N * 1009u + K;
+	float   *A = malloc(sizeof(float) * M * lda), *W = malloc(sizeof(float) * N * K);
+	float   *C = malloc(sizeof(float) * M * N), *C0 = malloc(sizeof(float) * M * N);
+	void    *pk;
+	int      ok = 1;
+
+	for (int i = 0; i < M * lda; i++)
+		A[i] = frand(&seed) * 3.0f;
+	for (int i = 0; i < N * K; i++)
+		W[i] = frand(&seed) * 0.2f;
+	pk = be->ops->bf16_weight_pack(be, W, N, K);
+	if (!pk)
+		ok = 0;
+	for (int i = 0; i < M * N && ok; i++)
+		C0[i] = frand(&seed);
+	memcpy(C, C0, sizeof(float) * M * N);
+	if (ok)
+	{
+		be->ops->gemm_bf16(be, M, N, K, A, lda, pk, 0, 0.0f, C, N);
+		be->ops->gemm_bf16(be, M, N, K, A, lda, pk, 0, 1.0f, C, N);    /* C = 2 * A @ W^T */
+	}
+	for (int i = 0; i < M && ok; i++)
+		for (int j = 0; j < N && ok; j++)
+		{
+			double rb = 0, rf = 0, mag = 0;
+
+			for (int k = 0; k < K; k++)
+			{
+				double a = A[(size_t) i * lda + k], w = W[(size_t) j * K + k];
+
+				rb += (double) round_bf16((float) a) * round_bf16((float) w);
+				rf += a * w;
+				mag += fabs(a * w);
+			}
+			if (fabs(C[i * N + j] - 2 * rb) > 2 * (1e-5 * mag + 1e-30) ||
+				fabs(C[i * N + j] - 2 * rf) > 2 * (0x1p-7 * mag + 1e-30))
+			{
+				printf("  M=%d N=%d K=%d C[%d,%d] = %.9g, bf16 ref %.9g, fp32 ref %.9g (sum|aw| %.3g)\n", M, N, K,
+					   i, j, C[i * N + j], 2 * rb, 2 * rf, mag);
+				ok = 0;
+			}
+		}
+	if (pk)
+		be->ops->bf16_weight_free(be, pk);
+	free(A); free(W); free(C); free(C0);
+	return ok;
+}
+
+UNIT_TEST(test_gemm_bf16_against_reference)
+{
+	HwBackend *be = bf16_backend(2);
+	static const int shapes[][4] = {
+		{1, 16, 2, 2}, {1, 1, 1, 1}, {7, 17, 3, 5}, {6, 64, 128, 128}, {13, 100, 129, 131},
+		{50, 512, 128, 128}, {97, 128, 512, 520}, {256, 384, 128, 128},
+	};
+
+	if (!be)
+		return;
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		CHECK_MSG(check_shape(be, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3]),
+				  "bf16 GEMM %d x %d x %d off its reference", shapes[s][0], shapes[s][1], shapes[s][2]);
+	hw_backend_destroy(be);
+}
+
+/* row r of a 200-row call equals the same row computed alone (M = 1), in a
+ * 7-row call at another place, with 1 and 2 threads: bit for bit */
+UNIT_TEST(test_gemm_bf16_row_independent)
+{
+	HwBackend *be = bf16_backend(2);
+	int        M = 200, N = 80, K = 96;
+	uint64_t   seed = 7;
+	float     *A, *W, *C, *c1 = malloc(sizeof(float) * 7 * N);
+	void      *pk;
+
+	if (!be)
+	{
+		free(c1);
+		return;
+	}
+	A = malloc(sizeof(float) * M * K);
+	W = malloc(sizeof(float) * N * K);
+	C = malloc(sizeof(float) * M * N);
+	for (int i = 0; i < M * K; i++)
+		A[i] = frand(&seed);
+	for (int i = 0; i < N * K; i++)
+		W[i] = frand(&seed);
+	pk = be->ops->bf16_weight_pack(be, W, N, K);
+	CHECK(pk != NULL);
+	be->ops->gemm_bf16(be, M, N, K, A, K, pk, 0, 0.0f, C, N);
+	hw_backend_cpu_set_threads(be, 1);
+	for (int r = 0; r < M; r += 13)
+	{
+		be->ops->gemm_bf16(be, 1, N, K, A + (size_t) r * K, K, pk, 0, 0.0f, c1, N);
+		CHECK_MSG(memcmp(c1, C + (size_t) r * N, sizeof(float) * N) == 0, "row %d alone differs", r);
+		if (r >= 3 && r + 4 <= M)
+		{
+			be->ops->gemm_bf16(be, 7, N, K, A + (size_t) (r - 3) * K, K, pk, 0, 0.0f, c1, N);
+			CHECK_MSG(memcmp(c1 + 3 * N, C + (size_t) r * N, sizeof(float) * N) == 0, "row %d in a 7-row call differs",
+					  r);
+		}
+	}
+	be->ops->bf16_weight_free(be, pk);
+	free(A); free(W); free(C); free(c1);
+	hw_backend_destroy(be);
+}
+
+UNIT_TEST(test_gemm_bf16_disable)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	float      W[32] = {1};
+
+	CHECK(be != NULL);
+	hw_backend_cpu_disable_bf16(be, true);
+	CHECK(!be->ops->bf16_usable(be));
+	CHECK(be->ops->bf16_weight_pack(be, W, 2, 16) == NULL);
+	hw_backend_cpu_disable_bf16(be, false);
+	CHECK(be->ops->bf16_usable(be) == (__builtin_cpu_supports("avx512bf16") != 0));
+	hw_backend_destroy(be);
+}
