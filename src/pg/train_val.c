@@ -23,6 +23,7 @@
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include "hw_train.h"
+#include "pg_xact.h"
 #include "hw_train_val.h"
 #include "hw_checkpoint.h"
 #include "hw_device.h"

@@ -37,6 +37,7 @@
 
 #include "hw_pg.h"
 #include "hw_train.h"
+#include "pg_xact.h"
 #include "train_signals.h"
 
 static void
