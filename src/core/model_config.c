@@ -3,6 +3,7 @@
  */
 
 #include "model_internal.h"
+#include "settings.h"
 
 #include <math.h>
 #include <string.h>
@@ -71,8 +72,12 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 		c->d_model / c->n_heads > 512)
 		return hw_error_set(err, HW_ERR_INVALID, "d_model %d must be a positive multiple of n_heads %d (head size <= 512)",
 							c->d_model, c->n_heads);
-	if (c->n_layers <= 0 || c->seq_len <= 0 || c->seq_len > 65535 || c->batch_size <= 0 || c->d_text <= 0 || c->d_ff <= 0)
-		return hw_error_set(err, HW_ERR_INVALID, "n_layers, seq_len (<= 65535), batch_size, d_text and d_ff must be positive");
+	/* seq_len's maximum is rt_train's (settings.c); being positive is the model's own */
+	int32_t seq_max = (int32_t) hw_setting_find("seq_len")->max;
+
+	if (c->n_layers <= 0 || c->seq_len <= 0 || c->seq_len > seq_max || c->batch_size <= 0 || c->d_text <= 0 || c->d_ff <= 0)
+		return hw_error_set(err, HW_ERR_INVALID, "n_layers, seq_len (<= %d), batch_size, d_text and d_ff must be positive",
+							seq_max);
 	if (!(c->lr > 0) || c->warmup_steps < 0 || c->total_steps < 0 || !(c->clip_norm > 0) ||
 		!(c->adam_b1 >= 0 && c->adam_b1 < 1) || !(c->adam_b2 >= 0 && c->adam_b2 < 1))
 		return hw_error_set(err, HW_ERR_INVALID, "invalid optimiser settings (lr > 0, 0 <= betas < 1, clip_norm > 0)");

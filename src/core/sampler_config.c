@@ -4,6 +4,7 @@
  * sampler (sampler.h).
  */
 #include "sampler_internal.h"
+#include "settings.h"
 
 void
 hw_sampler_config_default(HwSamplerConfig *cfg)
@@ -52,28 +53,46 @@ hw_future_parents_from_name(const char *name)
 	return hw_enum_from_name(future_parents_names, N_NAMES(future_parents_names), name);
 }
 
+/* Whether x is in the range of the settings table's row of an option (the
+ * one definition of what rt_train accepts). */
+static bool
+in_option_range(const char *option, double x)
+{
+	return hw_setting_number_ok(hw_setting_find(option), x);
+}
+
 /* The ranges hw_sampler_create accepts; the message names every field, so
- * a caller sees which one is off without reading the source. */
+ * a caller sees which one is off without reading the source.  seq_len,
+ * max_rows, child_width's maximum and cell_dropout are rt_train's options
+ * (settings.c); batch_size up to 65535 (a sequence index of 16 bits: wider
+ * than the option allows), child_width 0 (no children), the ranks, threads
+ * and recent_children's -1 (half of child_width) are the sampler's own. */
 bool
 sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 {
-	if (cfg->batch_size < 1 || cfg->batch_size > 65535 || cfg->seq_len < 2 || cfg->seq_len > 65535 ||
-		cfg->max_rows < 1 || cfg->max_rows > 65535 || cfg->bfs_child_width < 0 ||
-		cfg->bfs_child_width > 64 || cfg->world_size < 1 || cfg->rank < 0 ||
+	const HwSettingDef *seq_len = hw_setting_find("seq_len");
+	const HwSettingDef *max_rows = hw_setting_find("max_rows");
+	const HwSettingDef *width = hw_setting_find("child_width");
+	const HwSettingDef *dropout = hw_setting_find("cell_dropout");
+
+	if (cfg->batch_size < 1 || cfg->batch_size > 65535 || !in_option_range("seq_len", cfg->seq_len) ||
+		!in_option_range("max_rows", cfg->max_rows) || cfg->bfs_child_width < 0 ||
+		cfg->bfs_child_width > width->max || cfg->world_size < 1 || cfg->rank < 0 ||
 		cfg->rank >= cfg->world_size || cfg->n_threads < 0 ||
 		hw_child_sampling_name(cfg->child_sampling) == NULL ||
 		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
 		hw_future_parents_name(cfg->future_parents) == NULL ||
-		!(cfg->cell_dropout >= 0.0f && cfg->cell_dropout <= 0.9f))
+		!in_option_range("cell_dropout", (double) cfg->cell_dropout))
 	{
 		hw_error_set(err, HW_ERR_INVALID,
-					 "bad sampler config: batch_size %d (1..65535), seq_len %d (2..65535), max_rows %d "
-					 "(1..65535), bfs_child_width %d (0..64), rank %d of world_size %d, child_sampling %d "
+					 "bad sampler config: batch_size %d (1..65535), seq_len %d (%g..%g), max_rows %d "
+					 "(%g..%g), bfs_child_width %d (0..%g), rank %d of world_size %d, child_sampling %d "
 					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
-					 "(hide 0, follow 1), cell_dropout %g (0..0.9)",
-					 cfg->batch_size, cfg->seq_len, cfg->max_rows, cfg->bfs_child_width,
+					 "(hide 0, follow 1), cell_dropout %g (%g..%g)",
+					 cfg->batch_size, cfg->seq_len, seq_len->min, seq_len->max, cfg->max_rows, max_rows->min,
+					 max_rows->max, cfg->bfs_child_width, width->max,
 					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
-					 cfg->future_parents, (double) cfg->cell_dropout);
+					 cfg->future_parents, (double) cfg->cell_dropout, dropout->min, dropout->max);
 		return false;
 	}
 	return true;

@@ -252,235 +252,303 @@ typedef struct SrcRow
 	bool   changed;
 } SrcRow;
 
+/* rt_batch_sequence's state, passed between its steps by pointer. */
+typedef struct SeqRead
+{
+	int64        batch_id;
+	int32        b;                 /* the sequence */
+	BatchRow     br;
+	StoredTensor st, ci, sr, nu, tg, pd, rg, rv;
+	char        *schema;
+	MemoryContext fncxt;            /* the function's context: what outlives SPI */
+	HwSnapshot  *snap;
+	HwTask      *task;
+	SrcRow      *src;               /* [R] the source rows of the sequence */
+} SeqRead;
+
+/* The batch's row and tensors, checked: the caller may read the model, the
+ * sequence exists, the batch is not stale. */
+static void
+read_sequence_tensors(SeqRead *q)
+{
+	int64 batch_id = q->batch_id;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	read_batch_row(batch_id, &q->br);
+	q->schema = MemoryContextStrdup(q->fncxt, hw_batch_check_model(q->br.model_id, "read the batches of"));
+	if (q->b < 0 || q->b >= q->br.B)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("batch %lld has sequences 0..%d, not %d", (long long) batch_id, q->br.B - 1, q->b)));
+	if (q->br.stale)
+		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						errmsg("batch %lld was sampled before the last rt_refresh of its model", (long long) batch_id),
+						errhint("Its rows no longer match the snapshot; sample it again with rt_sample_batches.")));
+	if (!read_tensor(batch_id, "semantic_types", &q->st) || !read_tensor(batch_id, "column_ids", &q->ci) ||
+		!read_tensor(batch_id, "seq_row_ids", &q->sr) || !read_tensor(batch_id, "is_null", &q->nu) ||
+		!read_tensor(batch_id, "is_target", &q->tg) || !read_tensor(batch_id, "is_padding", &q->pd) ||
+		!read_tensor(batch_id, "_row_global", &q->rg) || !read_tensor(batch_id, "_row_vseed", &q->rv))
+		elog(ERROR, "batch %lld is incomplete", (long long) batch_id);
+	SPI_finish();
+}
+
+/* The snapshot and the batch's task, freed with the function's context. */
+static void
+load_snapshot_task(SeqRead *q)
+{
+	q->snap = hw_pg_snapshot_load_in_context(q->br.model_id, CurrentMemoryContext);
+	q->task = hw_pg_task_load(q->br.model_id, q->br.task_name, q->snap);
+	MemoryContextCallback *cb = palloc(sizeof(MemoryContextCallback));
+
+	cb->func = (MemoryContextCallbackFunction) hw_task_free;
+	cb->arg = q->task;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+}
+
+/* The table's row order (its primary key, or its physical order) and the
+ * row key text of x, from its model_table row; caller in SPI. */
+static void
+table_order_and_key(const SeqRead *q, const HwTable *tb, StringInfo order, StringInfo key)
+{
+	HwAsOwner as;
+	bool isnull;
+
+	/* the catalog numbers rows ORDER BY the primary key */
+	hw_become_owner(&as);
+	if (SPI_execute_with_args("SELECT pk_columns FROM headwater.model_table WHERE model_id = $1 AND table_name = $2",
+							  2, (Oid[]) {INT4OID, TEXTOID},
+							  (Datum[]) {Int32GetDatum(q->br.model_id), CStringGetTextDatum(tb->name)},
+							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read table %s of the model", tb->name);
+	hw_restore_user(&as);
+	Datum pkd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+	initStringInfo(order);
+	initStringInfo(key);
+	if (isnull)
+	{
+		appendStringInfoString(order, "tableoid, ctid");
+		appendStringInfoString(key, "x.ctid::pg_catalog.text");
+		return;
+	}
+	Datum *pv;
+	bool *pn;
+	int np;
+
+	deconstruct_array(DatumGetArrayTypeP(pkd), TEXTOID, -1, false, TYPALIGN_INT, &pv, &pn, &np);
+	appendStringInfoString(key, "pg_catalog.concat_ws(E'\\x1f'");
+	for (int k = 0; k < np; k++)
+	{
+		const char *c = quote_identifier(TextDatumGetCString(pv[k]));
+
+		appendStringInfo(order, "%s%s", k ? ", " : "", c);
+		appendStringInfo(key, ", x.%s::pg_catalog.text", c);
+	}
+	appendStringInfoChar(key, ')');
+}
+
+/* The sequence's rows of table ti, read as the calling role; caller in SPI. */
+static void
+fetch_table_rows(SeqRead *q, int ti)
+{
+	const HwSnapshot *snap = q->snap;
+	const HwTable *tb = &snap->tables[ti];
+	int R = q->br.R, b = q->b;
+	int64 *want = palloc(sizeof(int64) * (R ? R : 1));
+	int nwant = 0;
+
+	for (int r = 0; r < R; r++)
+	{
+		uint32 g = (uint32) tensor_at(&q->rg, (int64) b * R + r);
+
+		if (g != NO_ROW && g < snap->nrows && snap->row_table[g] == ti)
+			want[nwant++] = g - tb->row_offset;
+	}
+	if (nwant == 0)
+		return;
+	StringInfoData order, key, sql;
+	bool isnull;
+
+	table_order_and_key(q, tb, &order, &key);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT r, k, j FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) OPERATOR(pg_catalog.-) 1 AS r, "
+					 "%s AS k, pg_catalog.to_jsonb(x.*) AS j FROM %s.%s x) s WHERE r OPERATOR(pg_catalog.=) ANY($1)",
+					 order.data, key.data, quote_identifier(q->schema), quote_identifier(tb->name));
+	if (SPI_execute_with_args(sql.data, 1, (Oid[]) {INT8ARRAYOID},
+							  (Datum[]) {PointerGetDatum(construct_array((Datum *) want, nwant, INT8OID, 8,
+																		   true, TYPALIGN_DOUBLE))},
+							  NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read rows of %s", tb->name);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple tup = SPI_tuptable->vals[i];
+		int64 lr = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		char *k = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+		/* copy out of SPI's memory, which SPI_finish releases */
+		MemoryContext old = MemoryContextSwitchTo(q->fncxt);
+		Jsonb *j = DatumGetJsonbPCopy(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
+
+		MemoryContextSwitchTo(old);
+
+		for (int r = 0; r < R; r++)
+			if ((uint32) tensor_at(&q->rg, (int64) b * R + r) == tb->row_offset + (uint32) lr)
+			{
+				q->src[r].key = MemoryContextStrdup(q->fncxt, k ? k : "");
+				q->src[r].row = j;
+				q->src[r].changed = tb->key_hash && k &&
+					hw_hash_key_text(k, strlen(k)) != tb->key_hash[lr];
+			}
+	}
+}
+
+/* Source rows of this sequence, fetched per table as the calling role. */
+static void
+fetch_source_rows(SeqRead *q)
+{
+	q->src = palloc0(sizeof(SrcRow) * (q->br.R ? q->br.R : 1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (int ti = 0; ti < q->snap->ntables; ti++)
+		fetch_table_rows(q, ti);
+	SPI_finish();
+}
+
+/* A member of a row's JSON as text (NULL: absent or JSON null). */
+static Datum
+json_member_text(Jsonb *row, const char *cname, bool *isnull)
+{
+	JsonbValue kv, *jv;
+
+	kv.type = jbvString;
+	kv.val.string.val = (char *) cname;
+	kv.val.string.len = (int) strlen(cname);
+	jv = findJsonbValueFromContainer(&row->root, JB_FOBJECT, &kv);
+	*isnull = false;
+	if (jv == NULL || jv->type == jbvNull)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (jv->type == jbvString)
+		return CStringGetTextDatum(pnstrdup(jv->val.string.val, jv->val.string.len));
+	if (jv->type == jbvBool)
+		return CStringGetTextDatum(jv->val.boolean ? "true" : "false");
+	if (jv->type == jbvNumeric)
+		return DirectFunctionCall1(textin, DirectFunctionCall1(numeric_out, NumericGetDatum(jv->val.numeric)));
+	Jsonb *one = JsonbValueToJsonb(jv);
+
+	return CStringGetTextDatum(JsonbToCString(NULL, &one->root, VARSIZE(one)));
+}
+
+/* Source, key and value of a position on a row of the task's virtual
+ * table (observation time, target). */
+static void
+virtual_cell(const SeqRead *q, int32 col, uint32 vs, Datum *values, bool *nulls)
+{
+	const HwTask *task = q->task;
+
+	values[1] = CStringGetTextDatum(psprintf("task %s", task->name));
+	values[2] = CStringGetTextDatum(col == q->br.vcol_base ? "observation time" : task->target_name);
+	if (vs != NO_ROW && vs < task->nseeds)
+	{
+		values[3] = CStringGetTextDatum(psprintf("seed %u", vs));
+		char *v = NULL;
+
+		if (col == q->br.vcol_base)
+			v = task->obs_time_us[vs] == HW_NO_CUTOFF ? NULL : format_us(task->obs_time_us[vs]);
+		else
+			v = task_value_text(task, vs);
+		if (v)
+			values[4] = CStringGetTextDatum(v);
+		else
+			nulls[4] = true;
+	}
+	else if (vs != NO_ROW && vs > CTX_ROW_BASE - 65536u)
+	{
+		/* a context label of the prediction (its value is in the tensors only) */
+		values[3] = CStringGetTextDatum(psprintf("context label %u", CTX_ROW_BASE - vs + 1));
+		nulls[4] = true;
+	}
+	else
+	{
+		nulls[3] = true;
+		nulls[4] = true;
+	}
+}
+
+/* The result row of position p of the sequence. */
+static void
+emit_position(const SeqRead *q, ReturnSetInfo *rsinfo, int p)
+{
+	const HwSnapshot *snap = q->snap;
+	int R = q->br.R;
+	int64 pos = (int64) q->b * q->br.S + p;
+	Datum values[10];
+	bool nulls[10] = {false};
+	bool padding = tensor_at(&q->pd, pos) != 0;
+	int row = (int) tensor_at(&q->sr, pos);
+	int stype = (int) tensor_at(&q->st, pos);
+	int32 col = (int32) tensor_at(&q->ci, pos);
+
+	values[0] = Int32GetDatum(p);
+	values[6] = BoolGetDatum(tensor_at(&q->tg, pos) != 0);
+	values[7] = BoolGetDatum(tensor_at(&q->nu, pos) != 0);
+	values[8] = BoolGetDatum(padding);
+	values[9] = Int32GetDatum(row);
+	if (padding)
+	{
+		for (int c = 1; c <= 5; c++)
+			nulls[c] = true;
+		nulls[9] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		return;
+	}
+	values[5] = CStringGetTextDatum(hw_stype_name(stype) ? hw_stype_name(stype) : "?");
+	uint32 g = row < R ? (uint32) tensor_at(&q->rg, (int64) q->b * R + row) : NO_ROW;
+	uint32 vs = row < R ? (uint32) tensor_at(&q->rv, (int64) q->b * R + row) : NO_ROW;
+	int32 tix, cix;
+
+	if (g != NO_ROW && snapshot_column_by_global_id(snap, col, &tix, &cix))
+	{
+		const char *cname = snap->tables[tix].cols[cix].name;
+		const SrcRow *src = &q->src[row];
+
+		values[1] = CStringGetTextDatum(snap->tables[tix].name);
+		values[2] = CStringGetTextDatum(cname);
+		if (src->key)
+		{
+			values[3] = CStringGetTextDatum(src->changed ? psprintf("%s (changed since the snapshot)", src->key)
+											: src->key);
+			values[4] = json_member_text(src->row, cname, &nulls[4]);
+		}
+		else
+		{
+			nulls[3] = true;        /* row gone from the source table */
+			nulls[4] = true;
+		}
+	}
+	else
+		virtual_cell(q, col, vs, values, nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 PG_FUNCTION_INFO_V1(rt_batch_sequence);
 Datum
 rt_batch_sequence(PG_FUNCTION_ARGS)
 {
-	int64 batch_id = PG_GETARG_INT64(0);
-	int32 b = PG_GETARG_INT32(1);
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	BatchRow br;
-	StoredTensor st, ci, sr, nu, tg, pd, rg, rv;
-	char *schema;
+	SeqRead q;
 
+	memset(&q, 0, sizeof(q));
+	q.batch_id = PG_GETARG_INT64(0);
+	q.b = PG_GETARG_INT32(1);
 	InitMaterializedSRF(fcinfo, 0);
-	MemoryContext fncxt = CurrentMemoryContext;
-
-	keep_cxt = fncxt;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	read_batch_row(batch_id, &br);
-	schema = MemoryContextStrdup(fncxt, hw_batch_check_model(br.model_id, "read the batches of"));
-	if (b < 0 || b >= br.B)
-		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("batch %lld has sequences 0..%d, not %d", (long long) batch_id, br.B - 1, b)));
-	if (br.stale)
-		ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						errmsg("batch %lld was sampled before the last rt_refresh of its model", (long long) batch_id),
-						errhint("Its rows no longer match the snapshot; sample it again with rt_sample_batches.")));
-	if (!read_tensor(batch_id, "semantic_types", &st) || !read_tensor(batch_id, "column_ids", &ci) ||
-		!read_tensor(batch_id, "seq_row_ids", &sr) || !read_tensor(batch_id, "is_null", &nu) ||
-		!read_tensor(batch_id, "is_target", &tg) || !read_tensor(batch_id, "is_padding", &pd) ||
-		!read_tensor(batch_id, "_row_global", &rg) || !read_tensor(batch_id, "_row_vseed", &rv))
-		elog(ERROR, "batch %lld is incomplete", (long long) batch_id);
-	SPI_finish();
-
-	HwSnapshot *snap = hw_pg_snapshot_load_in_context(br.model_id, CurrentMemoryContext);
-	HwTask *task = hw_pg_task_load(br.model_id, br.task_name, snap);
-	MemoryContextCallback *cb = palloc(sizeof(MemoryContextCallback));
-
-	cb->func = (MemoryContextCallbackFunction) hw_task_free;
-	cb->arg = task;
-	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
-
-	/* source rows of this sequence, fetched per table as the calling role */
-	int R = br.R, S = br.S;
-	SrcRow *src = palloc0(sizeof(SrcRow) * (R ? R : 1));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	for (int ti = 0; ti < snap->ntables; ti++)
-	{
-		const HwTable *tb = &snap->tables[ti];
-		int64 *want = palloc(sizeof(int64) * (R ? R : 1));
-		int nwant = 0;
-
-		for (int r = 0; r < R; r++)
-		{
-			uint32 g = (uint32) tensor_at(&rg, (int64) b * R + r);
-
-			if (g != NO_ROW && g < snap->nrows && snap->row_table[g] == ti)
-				want[nwant++] = g - tb->row_offset;
-		}
-		if (nwant == 0)
-			continue;
-		/* the catalog numbers rows ORDER BY the primary key */
-		HwAsOwner as;
-		bool isnull;
-
-		hw_become_owner(&as);
-		if (SPI_execute_with_args("SELECT pk_columns FROM headwater.model_table WHERE model_id = $1 AND table_name = $2",
-								  2, (Oid[]) {INT4OID, TEXTOID},
-								  (Datum[]) {Int32GetDatum(br.model_id), CStringGetTextDatum(tb->name)},
-								  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not read table %s of the model", tb->name);
-		hw_restore_user(&as);
-		Datum pkd = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		StringInfoData order, key, sql;
-
-		initStringInfo(&order);
-		initStringInfo(&key);
-		if (isnull)
-		{
-			appendStringInfoString(&order, "tableoid, ctid");
-			appendStringInfoString(&key, "x.ctid::pg_catalog.text");
-		}
-		else
-		{
-			Datum *pv;
-			bool *pn;
-			int np;
-
-			deconstruct_array(DatumGetArrayTypeP(pkd), TEXTOID, -1, false, TYPALIGN_INT, &pv, &pn, &np);
-			appendStringInfoString(&key, "pg_catalog.concat_ws(E'\\x1f'");
-			for (int k = 0; k < np; k++)
-			{
-				const char *c = quote_identifier(TextDatumGetCString(pv[k]));
-
-				appendStringInfo(&order, "%s%s", k ? ", " : "", c);
-				appendStringInfo(&key, ", x.%s::pg_catalog.text", c);
-			}
-			appendStringInfoChar(&key, ')');
-		}
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "SELECT r, k, j FROM (SELECT pg_catalog.row_number() OVER (ORDER BY %s) OPERATOR(pg_catalog.-) 1 AS r, "
-						 "%s AS k, pg_catalog.to_jsonb(x.*) AS j FROM %s.%s x) s WHERE r OPERATOR(pg_catalog.=) ANY($1)",
-						 order.data, key.data, quote_identifier(schema), quote_identifier(tb->name));
-		if (SPI_execute_with_args(sql.data, 1, (Oid[]) {INT8ARRAYOID},
-								  (Datum[]) {PointerGetDatum(construct_array((Datum *) want, nwant, INT8OID, 8,
-																			   true, TYPALIGN_DOUBLE))},
-								  NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read rows of %s", tb->name);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple tup = SPI_tuptable->vals[i];
-			int64 lr = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-			char *k = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
-			/* copy out of SPI's memory, which SPI_finish releases */
-			MemoryContext old = MemoryContextSwitchTo(fncxt);
-			Jsonb *j = DatumGetJsonbPCopy(SPI_getbinval(tup, SPI_tuptable->tupdesc, 3, &isnull));
-
-			MemoryContextSwitchTo(old);
-
-			for (int r = 0; r < R; r++)
-				if ((uint32) tensor_at(&rg, (int64) b * R + r) == tb->row_offset + (uint32) lr)
-				{
-					src[r].key = MemoryContextStrdup(fncxt, k ? k : "");
-					src[r].row = j;
-					src[r].changed = tb->key_hash && k &&
-						hw_hash_key_text(k, strlen(k)) != tb->key_hash[lr];
-				}
-		}
-	}
-	SPI_finish();
-
-	for (int p = 0; p < S; p++)
-	{
-		int64 pos = (int64) b * S + p;
-		Datum values[10];
-		bool nulls[10] = {false};
-		bool padding = tensor_at(&pd, pos) != 0;
-		int row = (int) tensor_at(&sr, pos);
-		int stype = (int) tensor_at(&st, pos);
-		int32 col = (int32) tensor_at(&ci, pos);
-
-		values[0] = Int32GetDatum(p);
-		values[6] = BoolGetDatum(tensor_at(&tg, pos) != 0);
-		values[7] = BoolGetDatum(tensor_at(&nu, pos) != 0);
-		values[8] = BoolGetDatum(padding);
-		values[9] = Int32GetDatum(row);
-		if (padding)
-		{
-			for (int c = 1; c <= 5; c++)
-				nulls[c] = true;
-			nulls[9] = true;
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-			continue;
-		}
-		values[5] = CStringGetTextDatum(hw_stype_name(stype) ? hw_stype_name(stype) : "?");
-		uint32 g = row < R ? (uint32) tensor_at(&rg, (int64) b * R + row) : NO_ROW;
-		uint32 vs = row < R ? (uint32) tensor_at(&rv, (int64) b * R + row) : NO_ROW;
-		int32 tix, cix;
-
-		if (g != NO_ROW && snapshot_column_by_global_id(snap, col, &tix, &cix))
-		{
-			const char *cname = snap->tables[tix].cols[cix].name;
-
-			values[1] = CStringGetTextDatum(snap->tables[tix].name);
-			values[2] = CStringGetTextDatum(cname);
-			if (src[row].key)
-			{
-				values[3] = CStringGetTextDatum(src[row].changed ? psprintf("%s (changed since the snapshot)", src[row].key)
-												: src[row].key);
-				JsonbValue kv, *jv;
-
-				kv.type = jbvString;
-				kv.val.string.val = (char *) cname;
-				kv.val.string.len = (int) strlen(cname);
-				jv = findJsonbValueFromContainer(&src[row].row->root, JB_FOBJECT, &kv);
-				if (jv == NULL || jv->type == jbvNull)
-					nulls[4] = true;
-				else if (jv->type == jbvString)
-					values[4] = CStringGetTextDatum(pnstrdup(jv->val.string.val, jv->val.string.len));
-				else if (jv->type == jbvBool)
-					values[4] = CStringGetTextDatum(jv->val.boolean ? "true" : "false");
-				else if (jv->type == jbvNumeric)
-					values[4] = DirectFunctionCall1(textin, DirectFunctionCall1(numeric_out, NumericGetDatum(jv->val.numeric)));
-				else
-				{
-					Jsonb *one = JsonbValueToJsonb(jv);
-
-					values[4] = CStringGetTextDatum(JsonbToCString(NULL, &one->root, VARSIZE(one)));
-				}
-			}
-			else
-			{
-				nulls[3] = true;        /* row gone from the source table */
-				nulls[4] = true;
-			}
-		}
-		else
-		{
-			/* a row of the task's virtual table (observation time, target) */
-			values[1] = CStringGetTextDatum(psprintf("task %s", task->name));
-			values[2] = CStringGetTextDatum(col == br.vcol_base ? "observation time" : task->target_name);
-			if (vs != NO_ROW && vs < task->nseeds)
-			{
-				values[3] = CStringGetTextDatum(psprintf("seed %u", vs));
-				char *v = NULL;
-
-				if (col == br.vcol_base)
-					v = task->obs_time_us[vs] == HW_NO_CUTOFF ? NULL : format_us(task->obs_time_us[vs]);
-				else
-					v = task_value_text(task, vs);
-				if (v)
-					values[4] = CStringGetTextDatum(v);
-				else
-					nulls[4] = true;
-			}
-			else if (vs != NO_ROW && vs > CTX_ROW_BASE - 65536u)
-			{
-				/* a context label of the prediction (its value is in the tensors only) */
-				values[3] = CStringGetTextDatum(psprintf("context label %u", CTX_ROW_BASE - vs + 1));
-				nulls[4] = true;
-			}
-			else
-			{
-				nulls[3] = true;
-				nulls[4] = true;
-			}
-		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	q.fncxt = CurrentMemoryContext;
+	keep_cxt = q.fncxt;
+	read_sequence_tensors(&q);
+	load_snapshot_task(&q);
+	fetch_source_rows(&q);
+	for (int p = 0; p < q.br.S; p++)
+		emit_position(&q, rsinfo, p);
 	return (Datum) 0;
 }

@@ -353,25 +353,31 @@ sample_options(Jsonb *options, HwSamplerConfig *cfg)
 							   cfg->recent_children, cfg->bfs_child_width)));
 }
 
-PG_FUNCTION_INFO_V1(rt_sample_batches);
-Datum
-rt_sample_batches(PG_FUNCTION_ARGS)
+/* rt_sample_batches' state, passed between its steps by pointer. */
+typedef struct SampleCall
 {
-	char *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char *tname = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	char *split_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	int32 n = PG_GETARG_INT32(3);
-	int32 B = PG_GETARG_INT32(4);
-	int32 S = PG_GETARG_INT32(5);
-	int64 seed = PG_GETARG_INT64(6);
-	Jsonb *options = PG_GETARG_JSONB_P(7);
+	char       *model;
+	char       *tname;
+	int32       model_id;
+	int         split;
+	int32       n, B, S;
+	int64       seed;
 	HwSamplerConfig cfg;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int32 model_id = hw_pg_model_id(model, false);
-	int split = hw_split_from_name(split_name);
-	HwError err = {0};
+	HwSnapshot *snap;
+	HwTask    **tasks;
+	int         ntasks;
+	int         ti;             /* the sampled task */
+	HwSampler  *sm;
+	HwBatch   **holder;         /* the batch being stored: freed with the context on an ERROR */
+} SampleCall;
 
-	if (split < 0)
+/* The split, n, batch_size and seq_len, refused outside their ranges. */
+static void
+check_sample_args(const SampleCall *c, const char *split_name)
+{
+	int32 n = c->n, B = c->B, S = c->S;
+
+	if (c->split < 0)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("unknown split \"%s\"", split_name),
 						errhint("Use train, val or test.")));
@@ -386,96 +392,118 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("rt_sample_batches of task \"%s\" would store n x batch_size x seq_len = "
 							   INT64_FORMAT " cells, more than the limit of " INT64_FORMAT " per call",
-							   tname, (int64) n * B * S, HW_SAMPLE_MAX_CELLS),
+							   c->tname, (int64) n * B * S, HW_SAMPLE_MAX_CELLS),
 						errhint("Sample fewer, smaller or shorter batches (the defaults n => 1, batch_size => 32, "
 								"seq_len => 1024 store 32768 cells).")));
-	/* SETOF bigint: a one-column tuplestore built by hand (InitMaterializedSRF
-	 * wants a row type unless the caller supplies one) */
+}
+
+/* SETOF bigint: a one-column tuplestore built by hand (InitMaterializedSRF
+ * wants a row type unless the caller supplies one) */
+static void
+init_bigint_set(ReturnSetInfo *rsinfo)
+{
 	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || !(rsinfo->allowedModes & SFRM_Materialize))
 		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						errmsg("rt_sample_batches must be called in a context that accepts a set")));
-	{
-		MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-		TupleDesc td = CreateTemplateTupleDesc(1);
+	MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	TupleDesc td = CreateTemplateTupleDesc(1);
 
-		TupleDescInitEntry(td, (AttrNumber) 1, "rt_sample_batches", INT8OID, -1, 0);
-		rsinfo->returnMode = SFRM_Materialize;
-		rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
-		rsinfo->setDesc = BlessTupleDesc(td);
-		MemoryContextSwitchTo(old);
-	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	hw_batch_check_model(model_id, "sample batches of");
-	hw_sampler_config_default(&cfg);
-	sample_options(options, &cfg);
-	SPI_finish();
+	TupleDescInitEntry(td, (AttrNumber) 1, "rt_sample_batches", INT8OID, -1, 0);
+	rsinfo->returnMode = SFRM_Materialize;
+	rsinfo->setResult = tuplestore_begin_heap(true, false, work_mem);
+	rsinfo->setDesc = BlessTupleDesc(td);
+	MemoryContextSwitchTo(old);
+}
 
-	HwSnapshot *snap = hw_pg_snapshot_load_in_context(model_id, CurrentMemoryContext);
-	int ntasks;
-	HwTask **tasks = hw_pg_tasks_load_all(model_id, snap, CurrentMemoryContext, &ntasks);
-	int ti = -1;
+/* The snapshot, all tasks, and the named one, which must have seeds in the split. */
+static void
+load_sampled_task(SampleCall *c)
+{
+	const char *tname = c->tname;
+	int split = c->split;
 
-	for (int i = 0; i < ntasks; i++)
-		if (strcmp(tasks[i]->name, tname) == 0)
-			ti = i;
-	if (ti < 0)
+	c->snap = hw_pg_snapshot_load_in_context(c->model_id, CurrentMemoryContext);
+	c->tasks = hw_pg_tasks_load_all(c->model_id, c->snap, CurrentMemoryContext, &c->ntasks);
+	c->ti = -1;
+	for (int i = 0; i < c->ntasks; i++)
+		if (strcmp(c->tasks[i]->name, tname) == 0)
+			c->ti = i;
+	if (c->ti < 0)
 		ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-						errmsg("task \"%s\" does not exist in model \"%s\"", tname, model),
-						errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(model))));
-	if (tasks[ti]->split_count[split] == 0)
+						errmsg("task \"%s\" does not exist in model \"%s\"", tname, c->model),
+						errhint("rt_tasks(%s) lists the model's tasks.", quote_literal_cstr(c->model))));
+	const HwTask *t = c->tasks[c->ti];
+
+	if (t->split_count[split] == 0)
 		ereport(ERROR, (errcode(ERRCODE_NO_DATA_FOUND),
 						errmsg("task \"%s\" has no %s seeds", tname, hw_split_name(split)),
 						errhint("Its splits are train %u, val %u, test %u; sample another split or change "
-								"options split_ratios.", tasks[ti]->split_count[0], tasks[ti]->split_count[1],
-								tasks[ti]->split_count[2])));
-	double *w = palloc0(sizeof(double) * ntasks);
+								"options split_ratios.", t->split_count[0], t->split_count[1],
+								t->split_count[2])));
+}
 
-	w[ti] = 1.0;
-	cfg.batch_size = B;
-	cfg.seq_len = S;
-	cfg.seed = (uint64_t) seed;
-	cfg.n_threads = 1;
-	cfg.task_weights = w;
-	HwSampler *sm = hw_sampler_create(snap, tasks, ntasks, &cfg, &err);
+/* A sampler of the one task (weight 1, the others 0), and the batch
+ * holder, both freed with the function's context. */
+static void
+create_task_sampler(SampleCall *c)
+{
+	HwError err = {0};
+	double *w = palloc0(sizeof(double) * c->ntasks);
 
-	if (sm == NULL)
+	w[c->ti] = 1.0;
+	c->cfg.batch_size = c->B;
+	c->cfg.seq_len = c->S;
+	c->cfg.seed = (uint64_t) c->seed;
+	c->cfg.n_threads = 1;
+	c->cfg.task_weights = w;
+	c->sm = hw_sampler_create(c->snap, c->tasks, c->ntasks, &c->cfg, &err);
+
+	if (c->sm == NULL)
 		hw_pg_raise_core_error(&err, "could not create the sampler");
 	{
 		MemoryContextCallback *cb = palloc(sizeof(MemoryContextCallback));
 
 		cb->func = free_sampler_cb;
-		cb->arg = sm;
+		cb->arg = c->sm;
 		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
 	}
-	HwBatch **holder = palloc0(sizeof(HwBatch *));
+	c->holder = palloc0(sizeof(HwBatch *));
 	{
 		MemoryContextCallback *cb = palloc(sizeof(MemoryContextCallback));
 
 		cb->func = free_batch_cb;
-		cb->arg = holder;
+		cb->arg = c->holder;
 		MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
 	}
+}
+
+/* Sample and store the n batches, returning their ids. */
+static void
+store_batches(SampleCall *c, ReturnSetInfo *rsinfo)
+{
+	HwError err = {0};
+	int32 B = c->B;
 	uint32 *seeds = palloc(sizeof(uint32) * B);
 	SPIPlanPtr plans[2] = {NULL, NULL};
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	for (int32 k = 0; k < n; k++)
+	for (int32 k = 0; k < c->n; k++)
 	{
 		HwBatch *b;
 
-		if (hw_sampler_batch(sm, split, (uint64_t) k, &b, seeds, &err) != HW_OK)
+		if (hw_sampler_batch(c->sm, c->split, (uint64_t) k, &b, seeds, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "could not sample a batch");
-		*holder = b;
+		*c->holder = b;
 		int64 *sv = palloc(sizeof(int64) * B);
 
 		for (int i = 0; i < B; i++)
 			sv[i] = seeds[i];
-		int64 batch_id = hw_pg_store_batch(model_id, tasks[ti], hw_split_name(split), k, seed, S, b, sm, sv, plans);
+		int64 batch_id = hw_pg_store_batch(c->model_id, c->tasks[c->ti], hw_split_name(c->split), k, c->seed, c->S,
+										   b, c->sm, sv, plans);
 
 		hw_batch_free(b);
-		*holder = NULL;
+		*c->holder = NULL;
 		{
 			Datum out = Int64GetDatum(batch_id);
 			bool onull = false;
@@ -485,6 +513,38 @@ rt_sample_batches(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 	}
 	SPI_finish();
+}
+
+PG_FUNCTION_INFO_V1(rt_sample_batches);
+Datum
+rt_sample_batches(PG_FUNCTION_ARGS)
+{
+	char *split_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	Jsonb *options = PG_GETARG_JSONB_P(7);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SampleCall c;
+
+	memset(&c, 0, sizeof(c));
+	c.model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	c.tname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	c.n = PG_GETARG_INT32(3);
+	c.B = PG_GETARG_INT32(4);
+	c.S = PG_GETARG_INT32(5);
+	c.seed = PG_GETARG_INT64(6);
+	c.model_id = hw_pg_model_id(c.model, false);
+	c.split = hw_split_from_name(split_name);
+	check_sample_args(&c, split_name);
+	init_bigint_set(rsinfo);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	hw_batch_check_model(c.model_id, "sample batches of");
+	hw_sampler_config_default(&c.cfg);
+	sample_options(options, &c.cfg);
+	SPI_finish();
+
+	load_sampled_task(&c);
+	create_task_sampler(&c);
+	store_batches(&c, rsinfo);
 	return (Datum) 0;
 }
 

@@ -24,6 +24,7 @@
 #include "hw_checkpoint.h"
 #include "hw_settings_pg.h"
 #include "hw_train.h"
+#include "pg_xact.h"
 
 #define CHUNK_BYTES (1024 * 1024)
 

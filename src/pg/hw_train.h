@@ -164,11 +164,5 @@ void hw_job_report_progress(HwJobShared *job, int32 step, double loss, double lr
 bool hw_job_should_stop(HwJobShared *job, bool *terminated);
 /* SIGTERM received: stop now, even in the middle of a step. */
 bool hw_job_terminated(void);
-/* Runs SQL with SPI in its own committed transaction, as the extension owner
- * (headwater's tables are not writable by the training role). */
-void hw_job_exec_committed(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls);
-/* StartTransactionCommand for the worker, whose statement clock never moves
- * on its own (no client messages): now() in the transaction is its start. */
-void hw_worker_start_transaction(void);
 
 #endif

@@ -298,107 +298,117 @@ up_to_date_result(const HwCheckpointInfo *at)
 	return jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-PG_FUNCTION_INFO_V1(rt_train);
-Datum
-rt_train(PG_FUNCTION_ARGS)
+/* rt_train's state, passed between its steps by pointer. */
+typedef struct TrainCall
+{
+	char       *model_name;
+	int32       steps;
+	ArrayType  *tasks;
+	char       *preset;
+	Jsonb      *options;
+	char       *device;
+	bool        wait;
+	HwTrainSettings settings;
+	int32       model_id;
+	Oid         caller;
+	LOCKTAG     launch_tag;
+	HwCheckpointInfo at;            /* the checkpoint a resumed run continues */
+	bool        resuming;
+	int64       job_id;
+	dsm_segment *seg;
+	HwJobShared *job;
+	BackgroundWorkerHandle *handle;
+	int         phase;              /* the worker's phase when it was counted */
+} TrainCall;
+
+/* Every argument and option, here and now (the worker receives them checked). */
+static void
+parse_train_args(TrainCall *c, FunctionCallInfo fcinfo)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model must not be NULL"),
 						errhint("Pass the name given to rt_create_model.")));
-	char       *model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int32       steps = PG_ARGISNULL(1) ? 10000 : PG_GETARG_INT32(1);
-	ArrayType  *tasks = PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2);
-	char       *preset = PG_ARGISNULL(3) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(3));
-	Jsonb      *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
-	char       *device = PG_ARGISNULL(5) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(5));
-	bool        wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
-	HwTrainSettings settings;
+	c->model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	c->steps = PG_ARGISNULL(1) ? 10000 : PG_GETARG_INT32(1);
+	c->tasks = PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2);
+	c->preset = PG_ARGISNULL(3) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	c->options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+	c->device = PG_ARGISNULL(5) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	c->wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
 
-	/* every argument and option, here and now (the worker receives them checked) */
-	hw_train_settings_parse(&settings, steps, preset, device, options ? &options->root : NULL);
+	hw_train_settings_parse(&c->settings, c->steps, c->preset, c->device, c->options ? &c->options->root : NULL);
 	/* a lower bound (the real tables only add to it); the worker checks the
 	 * exact figure on the CPU.  A GPU's memory is the CUDA backend's concern. */
-	if (strcmp(settings.device, "cuda") != 0)
-		hw_train_check_memory(&settings, 1, 0);
-	hw_train_check_tasks_array(tasks);
+	if (strcmp(c->settings.device, "cuda") != 0)
+		hw_train_check_memory(&c->settings, 1, 0);
+	hw_train_check_tasks_array(c->tasks);
+}
 
-	int32 model_id = hw_pg_model_id(model_name, false);
-	Oid   caller = GetUserId();
-	HwAsOwner as_owner;
+/* Refuse while another job trains the model; caller holds the launch lock. */
+static void
+refuse_if_training(const TrainCall *c)
+{
+	const char *model_name = c->model_name;
 
-	hw_model_require(model_id, HW_RIGHT_OWN, "train");
+	if (!model_lock_held(c->model_id))
+		return;
+	int64 other = running_job_of_model(c->model_id);
 
-	SPI_connect();
-	/* headwater's tables are read and written as their owner; the source
-	 * tables' privileges are checked for the calling role explicitly */
-	hw_become_owner(&as_owner);
-	hw_train_check_tasks_exist(model_id, tasks, model_name);
-	hw_train_check_task_weights(model_id, tasks, options, model_name);
-	hw_train_check_source_privileges(model_id, model_name, caller);
-
-	/* One launch at a time per model (file comment); held until our worker
-	 * holds the training lock, released at once by an error. */
-	LOCKTAG     launch_tag;
-
-	HW_SET_LOCKTAG(launch_tag, MyDatabaseId, HW_LAUNCH_LOCK_CLASS, model_id);
-	(void) LockAcquire(&launch_tag, ExclusiveLock, false, false);
-
-	if (model_lock_held(model_id))
-	{
-		int64 other = running_job_of_model(model_id);
-
-		if (other < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_IN_USE),
-					 errmsg("model \"%s\" is already being trained by another job", model_name),
-					 errhint("rt_status(%s) shows its jobs; rt_cancel(%s) stops the running one.",
-							 quote_literal_cstr(model_name), quote_literal_cstr(model_name))));
+	if (other < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("model \"%s\" is already being trained by job %lld", model_name, (long long) other),
-				 errhint("Wait for it with rt_wait(%lld) or stop it with rt_cancel(%s).",
-						 (long long) other, quote_literal_cstr(model_name))));
-	}
-	fail_stale_jobs(model_id);
+				 errmsg("model \"%s\" is already being trained by another job", model_name),
+				 errhint("rt_status(%s) shows its jobs; rt_cancel(%s) stops the running one.",
+						 quote_literal_cstr(model_name), quote_literal_cstr(model_name))));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("model \"%s\" is already being trained by job %lld", model_name, (long long) other),
+			 errhint("Wait for it with rt_wait(%lld) or stop it with rt_cancel(%s).",
+					 (long long) other, quote_literal_cstr(model_name))));
+}
 
-	/* steps is a total: nothing to do at the resume point, an error below it */
-	HwCheckpointInfo at = {0};
+/* Whether the call resumes, its sampler checked; true when there is nothing
+ * to train (steps = the resume point; below it is an error). */
+static bool
+resolve_resume(TrainCall *c)
+{
+	const char *model_name = c->model_name;
+	const HwCheckpointInfo *at = &c->at;
 
-	bool resuming = !settings.restart && hw_checkpoint_find(model_id, -2, &at);
-
+	c->resuming = !c->settings.restart && hw_checkpoint_find(c->model_id, -2, &c->at);
 	/* a resumed run keeps its checkpoint's sampler: check the mix now */
-	if (resuming)
-		hw_train_settings_resume_sampler(&settings, &at, options ? &options->root : NULL);
+	if (c->resuming)
+		hw_train_settings_resume_sampler(&c->settings, &c->at, c->options ? &c->options->root : NULL);
 	else
-		hw_train_settings_check_sampler(&settings);
-	if (resuming && steps <= at.step)
-	{
-		if (steps < at.step)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("model \"%s\" is already trained to step %d, beyond steps => %d",
-							model_name, at.step, steps),
-					 errhint("steps is the total number of steps, not the number to add: pass steps => more than %d "
-							 "to train further, or options => '{\"restart\": true}' to start over.", at.step)));
-		ereport(NOTICE,
-				(errmsg("model \"%s\" is already trained to step %d; nothing was trained", model_name, at.step),
+		hw_train_settings_check_sampler(&c->settings);
+	if (!c->resuming || c->steps > at->step)
+		return false;
+	if (c->steps < at->step)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" is already trained to step %d, beyond steps => %d",
+						model_name, at->step, c->steps),
 				 errhint("steps is the total number of steps, not the number to add: pass steps => more than %d "
-						 "to train further, or options => '{\"restart\": true}' to start over.", at.step)));
-		Jsonb *res = up_to_date_result(&at);
+						 "to train further, or options => '{\"restart\": true}' to start over.", at->step)));
+	ereport(NOTICE,
+			(errmsg("model \"%s\" is already trained to step %d; nothing was trained", model_name, at->step),
+			 errhint("steps is the total number of steps, not the number to add: pass steps => more than %d "
+					 "to train further, or options => '{\"restart\": true}' to start over.", at->step)));
+	return true;
+}
 
-		LockRelease(&launch_tag, ExclusiveLock, false);
-		hw_restore_user(&as_owner);
-		SPI_finish();
-		PG_RETURN_JSONB_P(res);
-	}
+/* The job's id and its shared segment, filled for the worker; caller in SPI. */
+static void
+create_job(TrainCall *c)
+{
+	bool isnull;
 
 	if (SPI_execute("SELECT nextval('headwater.job_job_id_seq')", false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not allocate a job id");
-	bool isnull;
-	int64 job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	c->job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	/* What the worker reads besides the settings (as text, parsed once there). */
-	char   *req = hw_train_worker_request(model_name, tasks, preset, device, options);
+	char   *req = hw_train_worker_request(c->model_name, c->tasks, c->preset, c->device, c->options);
 	int     req_len = strlen(req);
 
 	if (req_len >= HW_JOB_REQUEST_MAX)
@@ -409,100 +419,155 @@ rt_train(PG_FUNCTION_ARGS)
 
 	/* the worker caps, counted under the server's launch lock, kept until
 	 * our worker is counted (train_limits.c) */
-	hw_train_launch_limits_lock(caller, model_name);
+	hw_train_launch_limits_lock(c->caller, c->model_name);
 
-	dsm_segment *seg = dsm_create(sizeof(HwJobShared), 0);
-	HwJobShared *job = dsm_segment_address(seg);
+	c->seg = dsm_create(sizeof(HwJobShared), 0);
+	HwJobShared *job = c->job = dsm_segment_address(c->seg);
 	memset(job, 0, sizeof(HwJobShared));
-	job->job_id = job_id;
-	job->model_id = model_id;
+	job->job_id = c->job_id;
+	job->model_id = c->model_id;
 	job->dboid = MyDatabaseId;
-	job->roleoid = caller;
-	job->steps_target = steps;
-	job->wait = wait;
+	job->roleoid = c->caller;
+	job->steps_target = c->steps;
+	job->wait = c->wait;
 	/* a test hook for superusers only (PGC_SUSET), never an rt_train option */
 	job->debug_rank_stall_ms = hw_debug_rank_stall_ms;
 	/* validated here, resume merged: the worker uses them as they are */
-	job->settings = settings;
-	job->resume_checkpoint_id = resuming ? at.checkpoint_id : -1;
+	job->settings = c->settings;
+	job->resume_checkpoint_id = c->resuming ? c->at.checkpoint_id : -1;
 	strlcpy(job->request, req, sizeof(job->request));
 	pg_atomic_init_u32(&job->cancel_requested, 0);
 	SpinLockInit(&job->mutex);
 	job->phase = HW_PHASE_LAUNCHED;
 	job->val_loss = NAN;
+}
 
+/* Start the worker, and wait until it holds the training lock and has
+ * recorded the job (or stopped). */
+static void
+launch_worker(TrainCall *c)
+{
 	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
+	pid_t pid;
+
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "headwater");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "hw_train_worker_main");
-	snprintf(worker.bgw_name, BGW_MAXLEN, "headwater training job %lld", (long long) job_id);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "headwater training job %lld", (long long) c->job_id);
 	snprintf(worker.bgw_type, BGW_MAXLEN, "headwater training");
-	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(c->seg));
 	worker.bgw_notify_pid = MyProcPid;
 
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	if (!RegisterDynamicBackgroundWorker(&worker, &c->handle))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("could not start a training worker for model \"%s\": no free background worker slot",
-						model_name),
+						c->model_name),
 				 errhint("Raise max_worker_processes (restart required) or wait for other workers to finish.")));
-	pid_t pid;
-	if (WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED)
+	if (WaitForBackgroundWorkerStartup(c->handle, &pid) != BGWH_STARTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("the training worker for model \"%s\" did not start", model_name),
+				 errmsg("the training worker for model \"%s\" did not start", c->model_name),
 				 errhint("Check the server log.")));
 
 	/* Do not return (and detach the segment), nor let the next caller in,
 	 * before the worker holds the training lock and has recorded the job. */
-	int phase;
 	for (;;)
 	{
-		SpinLockAcquire(&job->mutex);
-		phase = job->phase;
-		SpinLockRelease(&job->mutex);
-		if (phase != HW_PHASE_LAUNCHED)
+		SpinLockAcquire(&c->job->mutex);
+		c->phase = c->job->phase;
+		SpinLockRelease(&c->job->mutex);
+		if (c->phase != HW_PHASE_LAUNCHED)
 			break;
-		if (GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
+		if (GetBackgroundWorkerPid(c->handle, &pid) == BGWH_STOPPED)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	hw_train_launch_limits_unlock();
-	LockRelease(&launch_tag, ExclusiveLock, false);
+}
 
+/* The call's result: the job's outcome (waiting, or a worker that stopped
+ * already) or where to follow it; caller in SPI. */
+static Jsonb *
+call_result(TrainCall *c)
+{
+	int    progress_ms = (int) (c->settings.progress_seconds * 1000);
 	Jsonb *result;
-	int    progress_ms = (int) (settings.progress_seconds * 1000);
+	bool   isnull;
 
-	if (wait)
+	if (c->wait)
 	{
-		on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
-		result = wait_for_job(job, handle, progress_ms);
+		on_dsm_detach(c->seg, caller_detached, PointerGetDatum(c->job));
+		result = wait_for_job(c->job, c->handle, progress_ms);
 		/* the worker keeps its own mapping; ours ends here (not at commit) */
-		cancel_on_dsm_detach(seg, caller_detached, PointerGetDatum(job));
+		cancel_on_dsm_detach(c->seg, caller_detached, PointerGetDatum(c->job));
+		return result;
 	}
-	else if (phase != HW_PHASE_RUNNING)
+	if (c->phase != HW_PHASE_RUNNING)
 		/* the worker stopped already: its outcome (an error, usually) */
-		result = wait_for_job(job, handle, progress_ms);
-	else
-	{
-		Oid     argtypes[2] = {INT8OID, TEXTOID};
-		Datum   values[2];
+		return wait_for_job(c->job, c->handle, progress_ms);
 
-		values[0] = Int64GetDatum(job_id);
-		values[1] = CStringGetTextDatum(psprintf("follow it with rt_status(%s) or rt_wait(%lld)",
-												 quote_literal_cstr(model_name), (long long) job_id));
-		if (SPI_execute_with_args("SELECT jsonb_build_object('job_id', $1, 'state', 'running', 'hint', $2)",
-								  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not build result");
-		result = jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	Oid     argtypes[2] = {INT8OID, TEXTOID};
+	Datum   values[2];
+
+	values[0] = Int64GetDatum(c->job_id);
+	values[1] = CStringGetTextDatum(psprintf("follow it with rt_status(%s) or rt_wait(%lld)",
+											 quote_literal_cstr(c->model_name), (long long) c->job_id));
+	if (SPI_execute_with_args("SELECT jsonb_build_object('job_id', $1, 'state', 'running', 'hint', $2)",
+							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not build result");
+	return jsonb_out_of_spi(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+PG_FUNCTION_INFO_V1(rt_train);
+Datum
+rt_train(PG_FUNCTION_ARGS)
+{
+	TrainCall   c;
+	HwAsOwner   as_owner;
+	Jsonb      *result;
+
+	memset(&c, 0, sizeof(c));
+	parse_train_args(&c, fcinfo);
+	c.model_id = hw_pg_model_id(c.model_name, false);
+	c.caller = GetUserId();
+	hw_model_require(c.model_id, HW_RIGHT_OWN, "train");
+
+	SPI_connect();
+	/* headwater's tables are read and written as their owner; the source
+	 * tables' privileges are checked for the calling role explicitly */
+	hw_become_owner(&as_owner);
+	hw_train_check_tasks_exist(c.model_id, c.tasks, c.model_name);
+	hw_train_check_task_weights(c.model_id, c.tasks, c.options, c.model_name);
+	hw_train_check_source_privileges(c.model_id, c.model_name, c.caller);
+
+	/* One launch at a time per model (file comment); held until our worker
+	 * holds the training lock, released at once by an error. */
+	HW_SET_LOCKTAG(c.launch_tag, MyDatabaseId, HW_LAUNCH_LOCK_CLASS, c.model_id);
+	(void) LockAcquire(&c.launch_tag, ExclusiveLock, false, false);
+	refuse_if_training(&c);
+	fail_stale_jobs(c.model_id);
+
+	/* steps is a total: nothing to do at the resume point, an error below it */
+	if (resolve_resume(&c))
+	{
+		result = up_to_date_result(&c.at);
+		LockRelease(&c.launch_tag, ExclusiveLock, false);
+		hw_restore_user(&as_owner);
+		SPI_finish();
+		PG_RETURN_JSONB_P(result);
 	}
-	dsm_detach(seg);
+	create_job(&c);
+	launch_worker(&c);
+	hw_train_launch_limits_unlock();
+	LockRelease(&c.launch_tag, ExclusiveLock, false);
+
+	result = call_result(&c);
+	dsm_detach(c.seg);
 	hw_restore_user(&as_owner);
 	SPI_finish();
 	PG_RETURN_JSONB_P(result);

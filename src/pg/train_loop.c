@@ -38,6 +38,8 @@
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include "hw_train.h"
+#include "train_request.h"
+#include "pg_xact.h"
 #include "hw_train_val.h"
 #include "hw_checkpoint.h"
 #include "hw_device.h"
@@ -52,13 +54,6 @@
 #include "sampler.h"
 #include "task.h"
 
-typedef struct TrainSettings
-{
-	char        model_name[NAMEDATALEN];
-	HwTrainSettings s;            /* as the calling backend validated them (HwJobShared) */
-	int         threads;          /* s.threads clamped to the server's CPUs */
-	double     *task_weights;     /* [ntasks] */
-} TrainSettings;
 
 static double
 now_seconds(void)
@@ -73,116 +68,6 @@ check_core(int rc, const HwError *err, const char *what)
 {
 	if (rc != HW_OK)
 		hw_pg_raise_core_error(err, what);
-}
-
-/* A string member of the request, or dflt. */
-static const char *
-request_string(Jsonb *req, const char *key, const char *dflt)
-{
-	JsonbValue *v = getKeyJsonValueFromContainer(&req->root, key, strlen(key), NULL);
-
-	if (v == NULL || v->type != jbvString)
-		return dflt;
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-/* Whether the request trains this task (its "tasks" array names it, or it
- * has none: every task). */
-static bool
-request_trains_task(Jsonb *req, const char *task)
-{
-	JsonbValue *v = getKeyJsonValueFromContainer(&req->root, "tasks", strlen("tasks"), NULL);
-	JsonbValue  name;
-
-	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
-		return true;
-	name.type = jbvString;
-	name.val.string.val = (char *) task;
-	name.val.string.len = strlen(task);
-	return findJsonbValueFromContainer(v->val.binary.data, JB_FARRAY, &name) != NULL;
-}
-
-/*
- * The job's settings (validated by the calling backend, HwJobShared) and
- * the weight of each task, from the request ({model, tasks, preset, device,
- * options}: the tasks and options.task_weights, parsed once here).  Caller
- * in a transaction.
- */
-static void
-read_settings(HwJobShared *job, TrainSettings *st, HwTask **tasks, int ntasks)
-{
-	Jsonb      *req = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->request)));
-	JsonbValue *ov = getKeyJsonValueFromContainer(&req->root, "options", strlen("options"), NULL);
-	JsonbContainer *options = ov != NULL && ov->type == jbvBinary ? ov->val.binary.data : NULL;
-	double      total = 0;
-
-	strlcpy(st->model_name, request_string(req, "model", "?"), sizeof(st->model_name));
-	st->s = job->settings;
-	st->threads = hw_train_clamp_threads(st->s.threads);
-	if (st->threads != st->s.threads)
-		ereport(LOG, (errmsg("headwater: training job %lld uses %d threads (asked for %d; the server has %d CPUs)",
-							 (long long) job->job_id, st->threads, st->s.threads, st->threads)));
-	st->s.scfg.n_threads = st->threads;
-
-	/* Selected tasks train, others get weight 0.  With options.task_weights
-	 * a task weighs what it says (absent: 1); without, several tasks weigh
-	 * sqrt(their train seeds) each (at least 1), so a big task is seen more
-	 * often without drowning a small one; a single task weighs 1. */
-	/* outlives the transaction (and SPI): the worker's top context */
-	bool        given = options != NULL &&
-		getKeyJsonValueFromContainer(options, "task_weights", strlen("task_weights"), NULL) != NULL;
-	int         ntrained = 0;
-
-	for (int t = 0; t < ntasks; t++)
-		ntrained += request_trains_task(req, tasks[t]->name) ? 1 : 0;
-	st->task_weights = MemoryContextAllocZero(TopMemoryContext, sizeof(double) * Max(1, ntasks));
-	for (int t = 0; t < ntasks; t++)
-	{
-		if (request_trains_task(req, tasks[t]->name))
-		{
-			double dflt = 1.0;
-
-			if (!given && ntrained > 1)
-				dflt = sqrt((double) Max(1, tasks[t]->split_count[HW_SPLIT_TRAIN]));
-			st->task_weights[t] = hw_train_task_weight(options, tasks[t]->name, dflt);
-			if (ntrained > 1)
-				ereport(LOG, (errmsg("headwater: training job %lld: task \"%s\" weighs %g (%u train seeds%s)",
-									 (long long) job->job_id, tasks[t]->name, st->task_weights[t],
-									 tasks[t]->split_count[HW_SPLIT_TRAIN],
-									 given ? ", task_weights" : ", sqrt of them")));
-		}
-		total += st->task_weights[t];
-	}
-	if (!(total > 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("no task of model \"%s\" is trained with a positive weight", st->model_name),
-				 errhint("Name existing tasks in tasks => ... and give at least one a weight above 0 in task_weights.")));
-	st->s.scfg.task_weights = st->task_weights;
-}
-
-/*
- * The state of the checkpoint the calling backend chose to resume
- * (HwJobShared.resume_checkpoint_id; its settings are merged already), or
- * NULL for a new run.  Caller in SPI, as owner; the blob outlives the
- * transaction.
- */
-static uint8 *
-load_resume_state(HwJobShared *job, HwCheckpointInfo *resume, size_t *len)
-{
-	uint8      *b, *blob;
-
-	if (job->resume_checkpoint_id < 0)
-		return NULL;
-	if (!hw_checkpoint_find(job->model_id, job->resume_checkpoint_id, resume))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("checkpoint %lld to resume from no longer exists", (long long) job->resume_checkpoint_id),
-				 errhint("Call rt_train again; it resumes from the latest checkpoint.")));
-	b = hw_checkpoint_load_state(resume->checkpoint_id, len);
-	blob = MemoryContextAlloc(TopMemoryContext, Max(*len, 1));
-	memcpy(blob, b, *len);
-	return blob;
 }
 
 /*
@@ -446,296 +331,398 @@ create_or_resume_model(TrainSettings *st, HwJobShared *job, const uint8 *state_b
 	return model;
 }
 
-static const char *
-train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
+/* The loop's state, passed between its steps by pointer. */
+typedef struct TrainRun
 {
+	HwJobShared *job;
+	TrainResources *tr;
 	TrainSettings st;
-	HwError     err = {0};
-	HwSnapshot *snap;
-	HwTask    **tasks;
-	int         ntasks;
-	HwCheckpointInfo resume = {0};
-	uint8      *state_blob = NULL;
-	size_t      state_len = 0;
+	HwCheckpointInfo resume;
+	uint8      *state_blob;         /* the resumed checkpoint's state, NULL for a new run */
+	size_t      state_len;
+	HwModel    *model;
+	HwModelConfig *mcw;             /* the model's config: its runtime schedule state is written */
+	HwSampler  *val_sampler;
+	HwPrefetch *pf;                 /* one rank only: the queue on the sampler */
+	int         W, A, V;
+	bool        dp;
+	int64       step;
+	uint64_t    position;
+	double      best_val;
+	int64       last_ckpt;
+	int64       lineage;            /* the run this job continues or starts (hw_checkpoint.h) */
+	uint64      checksum;
+	bool        checked;
+	double      t0, t_window, t_mark;
+	int64       window_steps;
+	double      tokens_per_step, tps, last_loss, last_val;
+	const char *final_state;
+	bool        terminated;
+	HwTaskValMetric *task_val;      /* [2 * ntasks] x2: last and average */
+	int         ntask_val;
+	HwEta       eta_est;            /* ETA: EMA of step time + validation/checkpoint share (eta.h) */
+	double      budget_s;
+	int64       budget_from;
+	bool        out_of_time;
+} TrainRun;
+
+/* Load everything once, in one transaction: snapshot, tasks, settings and
+ * the resumed checkpoint's state. */
+static void
+load_job(TrainRun *run)
+{
+	TrainResources *res = run->tr;
 	HwAsOwner   as_owner;
 
-	memset(&st, 0, sizeof(st));
-
-	/* ---- load everything once, in one transaction ---- */
 	hw_worker_start_transaction();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	snap = res->snap = hw_pg_snapshot_load(job->model_id);
-	tasks = res->tasks = hw_pg_tasks_load_all(job->model_id, snap, NULL, &ntasks);
-	res->ntasks = ntasks;
+	res->snap = hw_pg_snapshot_load(run->job->model_id);
+	res->tasks = hw_pg_tasks_load_all(run->job->model_id, res->snap, NULL, &res->ntasks);
 	SPI_connect();
 	hw_become_owner(&as_owner);
-	read_settings(job, &st, tasks, ntasks);
-	state_blob = load_resume_state(job, &resume, &state_len);
+	hw_train_read_settings(run->job, &run->st, res->tasks, res->ntasks);
+	run->state_blob = hw_train_load_resume_state(run->job, &run->resume, &run->state_len);
 	hw_restore_user(&as_owner);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+}
 
-	/* ---- build sampler and model ---- */
-	uint16_t   *col_emb, *cat_emb;
+/* Build the sampler, the backend and the model (and the other ranks). */
+static void
+build_model(TrainRun *run)
+{
+	TrainResources *res = run->tr;
+	HwError     err = {0};
 	int32_t     ncols;
 	uint32_t    ncat;
-	check_core(hw_training_tables(snap, tasks, ntasks, &res->col_emb, &ncols, &res->cat_emb, &ncat, &err), &err,
-			   "building the embedding tables");
-	col_emb = res->col_emb;
-	cat_emb = res->cat_emb;
-	HwSampler  *sampler = res->sampler = hw_sampler_create(snap, tasks, ntasks, &st.s.scfg, &err);
-	if (sampler == NULL)
-		hw_pg_raise_core_error(&err, "creating the sampler");
-	int         A = st.s.grad_accum, rank_threads;
-	int         W = resolve_ranks(&st, &rank_threads);
-	HwBackend  *be = res->be = hw_pg_backend_create_rank(st.s.device, rank_threads, 0, job);
-	HwModel    *model = res->model = create_or_resume_model(&st, job, state_blob, state_len, col_emb, ncols,
-															  cat_emb, ncat, be);
-	const HwModelConfig *mc = hw_model_config(model);
-	int64       step = hw_model_step(model);
-	int         V = W * A;
-	bool        dp = V > 1;
+	int         rank_threads;
 
-	if (dp)
-		start_ranks(res, &st, job, model, be, sampler, ncols, ncat, W, A, rank_threads,
-					state_blob ? resume.sampler_position : 0);
-	uint64_t    position = state_blob ? resume.sampler_position : 0;
-	double      best_val = state_blob ? resume.best_val : INFINITY;
-	int64       last_ckpt = state_blob ? resume.checkpoint_id : -1;
-	/* the run this job continues, or a new one it starts (hw_checkpoint.h) */
-	int64       lineage = state_blob ? resume.lineage : job->job_id;
+	check_core(hw_training_tables(res->snap, res->tasks, res->ntasks, &res->col_emb, &ncols, &res->cat_emb, &ncat,
+								  &err), &err, "building the embedding tables");
+	res->sampler = hw_sampler_create(res->snap, res->tasks, res->ntasks, &run->st.s.scfg, &err);
+	if (res->sampler == NULL)
+		hw_pg_raise_core_error(&err, "creating the sampler");
+	run->A = run->st.s.grad_accum;
+	run->W = resolve_ranks(&run->st, &rank_threads);
+	res->be = hw_pg_backend_create_rank(run->st.s.device, rank_threads, 0, run->job);
+	run->model = res->model = create_or_resume_model(&run->st, run->job, run->state_blob, run->state_len,
+													 res->col_emb, ncols, res->cat_emb, ncat, res->be);
+	run->mcw = (HwModelConfig *) hw_model_config(run->model);
+	run->step = hw_model_step(run->model);
+	run->V = run->W * run->A;
+	run->dp = run->V > 1;
+	if (run->dp)
+		start_ranks(res, &run->st, run->job, run->model, res->be, res->sampler, ncols, ncat, run->W, run->A,
+					rank_threads, run->state_blob ? run->resume.sampler_position : 0);
+	run->position = run->state_blob ? run->resume.sampler_position : 0;
+	run->best_val = run->state_blob ? run->resume.best_val : INFINITY;
+	run->last_ckpt = run->state_blob ? run->resume.checkpoint_id : -1;
+	run->lineage = run->state_blob ? run->resume.lineage : run->job->job_id;
+}
+
+/* Refuse a total below the resume point, make this run the model's current
+ * one, and announce it. */
+static void
+begin_run(TrainRun *run)
+{
+	HwJobShared *job = run->job;
+	const HwModelConfig *mc = run->mcw;
+	int64       step = run->step;
 
 	/* rt_train refuses a total below the resume point; so does the worker */
 	if (step > job->steps_target)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("model \"%s\" is already trained to step %lld, beyond steps => %d",
-						st.model_name, (long long) step, job->steps_target),
+						run->st.model_name, (long long) step, job->steps_target),
 				 errhint("steps is the total number of steps: pass more than %lld to train further, "
 						 "or options => '{\"restart\": true}' to start over.", (long long) step)));
 	{
 		Oid     argtypes[2] = {INT8OID, INT8OID};
-		Datum   values[2] = {Int64GetDatum(job->job_id), Int64GetDatum(lineage)};
+		Datum   values[2] = {Int64GetDatum(job->job_id), Int64GetDatum(run->lineage)};
 
 		/* from here on, this run is the model's current one */
 		hw_job_exec_committed("UPDATE headwater.job SET lineage = $2, updated_at = clock_timestamp() "
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	{
-		char msg[512];
-		snprintf(msg, sizeof(msg), "training model \"%s\" on %s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
-				 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
-				 st.model_name, hw_pg_backend_name(be), st.s.preset, mc->d_model, mc->n_layers, mc->n_heads,
-				 mc->batch_size, mc->seq_len, ntasks, W, A, state_blob ? "resuming" : "starting", (long long) step);
-		SpinLockAcquire(&job->mutex);
-		strlcpy(job->message, msg, sizeof(job->message));
-		job->start_step = (int32) step;
-		job->step = (int32) step;
-		job->progress_seq++;
-		SpinLockRelease(&job->mutex);
-		ereport(LOG, (errmsg("headwater: %s", msg)));
-	}
+	char msg[512];
+	snprintf(msg, sizeof(msg), "training model \"%s\" on %s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
+			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
+			 run->st.model_name, hw_pg_backend_name(run->tr->be), run->st.s.preset, mc->d_model, mc->n_layers,
+			 mc->n_heads, mc->batch_size, mc->seq_len, run->tr->ntasks, run->W, run->A,
+			 run->state_blob ? "resuming" : "starting", (long long) step);
+	SpinLockAcquire(&job->mutex);
+	strlcpy(job->message, msg, sizeof(job->message));
+	job->start_step = (int32) step;
+	job->step = (int32) step;
+	job->progress_seq++;
+	SpinLockRelease(&job->mutex);
+	ereport(LOG, (errmsg("headwater: %s", msg)));
+}
+
+/* The validation sampler, the prefetcher, the clocks and the time budget. */
+static void
+start_loop(TrainRun *run)
+{
+	HwError     err = {0};
 
 	/* validation gets its own sampler: the prefetcher owns the train one */
-	HwSampler  *val_sampler = res->val_sampler = hw_sampler_clone(sampler, &err);
-	if (val_sampler == NULL)
+	run->val_sampler = run->tr->val_sampler = hw_sampler_clone(run->tr->sampler, &err);
+	if (run->val_sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the validation sampler");
 	/* one rank: one queue on the sampler; data parallel: start_ranks made one per virtual rank */
-	HwPrefetch *pf = NULL;
-	if (!dp && (pf = res->pf = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, position, 3, &err)) == NULL)
+	if (!run->dp &&
+		(run->pf = run->tr->pf = hw_prefetch_start(run->tr->sampler, HW_SPLIT_TRAIN, run->position, 3, &err)) == NULL)
 		hw_pg_raise_core_error(&err, "starting the batch prefetcher");
-	uint64      checksum = 0;
-	bool        checked = false;
-
-	double      t0 = now_seconds(), t_window = t0;
-	int64       window_steps = 0;
-	double      tokens_per_step = (double) mc->batch_size * mc->seq_len * V;
-	double      tps = 0, last_loss = NAN, last_val = NAN;
-	const char *final_state = "succeeded";
-	bool        terminated = false;
-	HwTaskValMetric *task_val = palloc0(sizeof(HwTaskValMetric) * 2 * Max(1, ntasks));    /* x2: last and average */
-	int         ntask_val = 0;
-	HwEta       eta_est;            /* ETA: EMA of step time + validation/checkpoint share (eta.h) */
-
-	hw_eta_init(&eta_est);
-	double      t_mark = now_seconds();     /* end of the last step's time */
+	run->t0 = run->t_window = now_seconds();
+	run->tokens_per_step = (double) run->mcw->batch_size * run->mcw->seq_len * run->V;
+	run->last_loss = NAN;
+	run->last_val = NAN;
+	run->final_state = "succeeded";
+	run->task_val = palloc0(sizeof(HwTaskValMetric) * 2 * Max(1, run->tr->ntasks));
+	hw_eta_init(&run->eta_est);
+	run->t_mark = now_seconds();     /* end of the last step's time */
 	/* max_minutes: a time budget for this call's steps; the schedule is read
 	 * at least at the budget's elapsed fraction of the steps left (optim.c
 	 * sched_min_t), and training stops, checkpointed, when it is used up */
-	double      budget_s = st.s.max_minutes * 60.0;
-	int64       budget_from = step;
-	bool        out_of_time = false;
-	HwModelConfig *mcw = (HwModelConfig *) mc;
+	run->budget_s = run->st.s.max_minutes * 60.0;
+	run->budget_from = run->step;
+}
 
-	TrainResources *tr = res;      /* the loop's `res` is the step result */
+/* One training step (one rank, or all ranks); false when the job was
+ * terminated during it. */
+static bool
+train_step(TrainRun *run, HwStepResult *res)
+{
+	HwJobShared *job = run->job;
+	HwError     err = {0};
+	int         rc;
 
-	while (step < job->steps_target)
+	if (run->budget_s > 0)
+	{
+		double frac = Min(1.0, (now_seconds() - run->t0) / run->budget_s);
+
+		run->mcw->sched_min_t = run->budget_from + frac * (double) (job->steps_target - run->budget_from);
+	}
+	if (!run->dp)
 	{
 		HwBatch    *batch;
-		HwStepResult res;
 
-		if (hw_job_should_stop(job, &terminated))
+		if (hw_prefetch_next(run->pf, &batch, NULL, NULL, &err) != HW_OK)
+			hw_pg_raise_core_error(&err, "sampling a training batch");
+		rc = hw_model_train_step(run->model, batch, res, &err);
+		hw_batch_free(batch);
+	}
+	else
+	{
+		/* every rank's parameters are compared at the first step, every
+		 * check_every steps and at the last one */
+		bool check = run->step == job->start_step || (run->step + 1) % run->st.s.check_every == 0 ||
+			run->step + 1 == job->steps_target;
+
+		rc = dp_step(run->tr, run->mcw, check, res, &run->checksum, &run->terminated, &err);
+		if (run->terminated)
+			return false;
+		run->checked |= check && rc == HW_OK;
+	}
+	run->position++;
+	if (rc != HW_OK)
+		hw_pg_raise_core_error(&err, psprintf("training step %lld", (long long) run->step + 1));
+	run->step = res->step;
+	run->last_loss = res->loss;
+	run->window_steps++;
+	return true;
+}
+
+/* Tokens/s, the ETA, progress in shared memory and the log row. */
+static void
+report_step(TrainRun *run, const HwStepResult *res, double now, bool last)
+{
+	HwJobShared *job = run->job;
+
+	if (now - run->t_window >= 1.0 || last)
+	{
+		run->tps = run->window_steps * run->tokens_per_step / (now - run->t_window);
+		run->t_window = now;
+		run->window_steps = 0;
+	}
+	hw_eta_add_step(&run->eta_est, now - run->t_mark);
+	run->t_mark = now;
+	double eta = hw_eta_seconds(&run->eta_est, run->step, job->steps_target - run->step);
+	hw_job_report_progress(job, (int32) run->step, res->loss, res->lr, res->grad_norm, run->tps, eta);
+
+	if (run->step % run->st.s.log_every == 0 || last)
+		hw_train_log_row(job, (int32) run->step, "train", res->loss, res->lr, res->grad_norm, run->tps);
+}
+
+/*
+ * Validation.  With a parameter average, each task is validated on both
+ * weights serving could read -- the last parameters, then the average
+ * (swapped in, and back before the checkpoint) -- and serving takes the
+ * better (hw_checkpoint_find_task): the average wins where a run is noisy
+ * around its best point, the last parameters where it still improves at
+ * the end.  The mixed val loss (is_best, progress) is the average's.
+ */
+static void
+validate_step(TrainRun *run, const HwStepResult *res)
+{
+	HwJobShared *job = run->job;
+	TrainResources *tr = run->tr;
+	HwError     err = {0};
+	bool        averaged = hw_model_has_ema(run->model);
+
+	run->ntask_val = 0;
+	if (averaged)
+	{
+		run->ntask_val = hw_train_validate_tasks(run->model, run->val_sampler, tr->snap, tr->tasks, tr->ntasks,
+												 run->st.task_weights, run->st.s.val_rows, run->task_val, false);
+		check_core(hw_model_swap_ema(run->model, &err), &err, "validating the parameter average");
+	}
+	run->last_val = hw_train_validate(run->model, run->val_sampler, run->st.s.val_batches);
+	SpinLockAcquire(&job->mutex);
+	job->val_loss = run->last_val;
+	SpinLockRelease(&job->mutex);
+	hw_train_log_row(job, (int32) run->step, "val", run->last_val, res->lr, res->grad_norm, run->tps);
+	run->ntask_val += hw_train_validate_tasks(run->model, run->val_sampler, tr->snap, tr->tasks, tr->ntasks,
+											  run->st.task_weights, run->st.s.val_rows,
+											  run->task_val + run->ntask_val, averaged);
+	if (averaged)
+		check_core(hw_model_swap_ema(run->model, &err), &err, "validating the parameter average");
+	hw_train_log_task_val(job, (int32) run->step, tr->tasks, tr->ntasks, run->task_val, run->ntask_val);
+	hw_train_report_task_val(job, (int32) run->step, tr->tasks, tr->ntasks, run->task_val, run->ntask_val);
+}
+
+/* The run ends here on its time budget: its schedule ends at this lr, so a
+ * resume continues from it without a jump (hw_lr_schedule_extend). */
+static void
+end_schedule_here(TrainRun *run, const HwStepResult *res)
+{
+	HwModelConfig *mcw = run->mcw;
+
+	mcw->sched_min_t = 0;
+	if (run->step > mcw->warmup_steps)
+	{
+		mcw->sched_start = (int32) run->step;
+		mcw->sched_start_lr = res->lr;
+	}
+	mcw->total_steps = (int32) run->step;
+}
+
+/* One iteration after the step: report, validate, checkpoint. */
+static void
+after_step(TrainRun *run, const HwStepResult *res)
+{
+	HwJobShared *job = run->job;
+	double      now = now_seconds();
+
+	run->out_of_time = run->budget_s > 0 && now - run->t0 >= run->budget_s && run->step < job->steps_target;
+	bool last = run->step == job->steps_target || run->out_of_time;
+
+	report_step(run, res, now, last);
+	bool do_val = run->step % run->st.s.val_every == 0 || last;
+	bool overhead = do_val;         /* a validation or checkpoint this step */
+	if (do_val)
+		validate_step(run, res);
+	if (run->out_of_time)
+		end_schedule_here(run, res);
+	if (run->step % run->st.s.checkpoint_every == 0 || last)
+	{
+		bool best = do_val && !isnan(run->last_val) && run->last_val < run->best_val;
+		if (best)
+			run->best_val = run->last_val;
+		run->last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, run->lineage, run->model, run->position,
+											do_val ? run->last_val : NAN, best, &run->st.s.scfg, run->st.s.preset,
+											run->task_val, do_val ? run->ntask_val : 0);
+		overhead = true;
+	}
+	/* validation / checkpoint time, spread over the steps in the ETA;
+	 * other iterations' logging counts in the next step's time */
+	if (overhead)
+	{
+		run->t_mark = now_seconds();
+		hw_eta_add_overhead(&run->eta_est, run->step, run->t_mark - now);
+		/* tokens/s measures training: the pause does not count in its window */
+		run->t_window += run->t_mark - now;
+	}
+}
+
+/* The job's result (JSON). */
+static void
+append_result(TrainRun *run, StringInfo result)
+{
+	HwJobShared *job = run->job;
+	const char *final_state = run->final_state;
+	double      wall = now_seconds() - run->t0;
+
+	appendStringInfo(result,
+					 "{\"job_id\": %lld, \"state\": \"%s\", \"steps_done\": %lld, \"steps_target\": %d, "
+					 "\"resumed_from\": %d, "
+					 "\"train_loss\": %s, \"val_loss\": %s, \"tokens_per_s\": %.1f, \"wall_s\": %.2f, "
+					 "\"checkpoint_id\": %lld, \"stopped_on\": \"%s\", \"device\": ",
+					 (long long) job->job_id, final_state, (long long) run->step, job->steps_target, job->start_step,
+					 !isfinite(run->last_loss) ? "null" : psprintf("%.6g", run->last_loss),
+					 !isfinite(run->last_val) ? "null" : psprintf("%.6g", run->last_val),
+					 run->tps, wall, (long long) run->last_ckpt,
+					 run->out_of_time ? "max_minutes" : strcmp(final_state, "cancelled") == 0 ? "cancel" : "steps");
+	escape_json(result, hw_pg_backend_name(run->tr->be));
+	appendStringInfo(result, ", \"ranks\": %d, \"grad_accum\": %d", run->W, run->A);
+	if (run->checked)
+		appendStringInfo(result, ", \"param_checksum\": \"%016llx\"", (unsigned long long) run->checksum);
+	appendStringInfoString(result, ", \"preset\": ");
+	escape_json(result, run->st.s.preset);
+	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
+	appendStringInfo(result, ", \"ema_decay\": %g", (double) run->mcw->ema_decay);
+	if (!run->terminated)
+		hw_train_append_serving(result, job->model_id, run->tr->tasks, run->tr->ntasks, run->st.task_weights);
+	appendStringInfoChar(result, '}');
+}
+
+static const char *
+train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
+{
+	TrainRun    run;
+
+	memset(&run, 0, sizeof(run));
+	run.job = job;
+	run.tr = res;
+	load_job(&run);
+	build_model(&run);
+	begin_run(&run);
+	start_loop(&run);
+
+	while (run.step < job->steps_target)
+	{
+		HwStepResult sres;
+
+		if (hw_job_should_stop(job, &run.terminated))
 		{
-			final_state = "cancelled";
+			run.final_state = "cancelled";
 			break;
 		}
 		CHECK_FOR_INTERRUPTS();
-		if (budget_s > 0)
+		if (!train_step(&run, &sres))
 		{
-			double frac = Min(1.0, (now_seconds() - t0) / budget_s);
-
-			mcw->sched_min_t = budget_from + frac * (double) (job->steps_target - budget_from);
+			run.final_state = "cancelled";
+			break;
 		}
-		int rc;
-		if (!dp)
-		{
-			if (hw_prefetch_next(pf, &batch, NULL, NULL, &err) != HW_OK)
-				hw_pg_raise_core_error(&err, "sampling a training batch");
-			rc = hw_model_train_step(model, batch, &res, &err);
-			hw_batch_free(batch);
-		}
-		else
-		{
-			/* every rank's parameters are compared at the first step, every
-			 * check_every steps and at the last one */
-			bool check = step == job->start_step || (step + 1) % st.s.check_every == 0 ||
-				step + 1 == job->steps_target;
-
-			rc = dp_step(tr, mcw, check, &res, &checksum, &terminated, &err);
-			if (terminated)
-			{
-				final_state = "cancelled";
-				break;
-			}
-			checked |= check && rc == HW_OK;
-		}
-		position++;
-		if (rc != HW_OK)
-			hw_pg_raise_core_error(&err, psprintf("training step %lld", (long long) step + 1));
-		step = res.step;
-		last_loss = res.loss;
-		window_steps++;
-
-		double now = now_seconds();
-		out_of_time = budget_s > 0 && now - t0 >= budget_s && step < job->steps_target;
-		bool last = step == job->steps_target || out_of_time;
-		if (now - t_window >= 1.0 || last)
-		{
-			tps = window_steps * tokens_per_step / (now - t_window);
-			t_window = now;
-			window_steps = 0;
-		}
-		hw_eta_add_step(&eta_est, now - t_mark);
-		t_mark = now;
-		double eta = hw_eta_seconds(&eta_est, step, job->steps_target - step);
-		hw_job_report_progress(job, (int32) step, res.loss, res.lr, res.grad_norm, tps, eta);
-
-		if (step % st.s.log_every == 0 || last)
-			hw_train_log_row(job, (int32) step, "train", res.loss, res.lr, res.grad_norm, tps);
-
-		bool do_val = step % st.s.val_every == 0 || last;
-		bool overhead = do_val;         /* a validation or checkpoint this step */
-		if (do_val)
-		{
-			/* With a parameter average, each task is validated on both
-			 * weights serving could read -- the last parameters, then the
-			 * average (swapped in, and back before the checkpoint) -- and
-			 * serving takes the better (hw_checkpoint_find_task): the
-			 * average wins where a run is noisy around its best point, the
-			 * last parameters where it still improves at the end.  The
-			 * mixed val loss (is_best, progress) is the average's. */
-			bool averaged = hw_model_has_ema(model);
-
-			ntask_val = 0;
-			if (averaged)
-			{
-				ntask_val = hw_train_validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
-										   st.s.val_rows, task_val, false);
-				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
-			}
-			last_val = hw_train_validate(model, val_sampler, st.s.val_batches);
-			SpinLockAcquire(&job->mutex);
-			job->val_loss = last_val;
-			SpinLockRelease(&job->mutex);
-			hw_train_log_row(job, (int32) step, "val", last_val, res.lr, res.grad_norm, tps);
-			ntask_val += hw_train_validate_tasks(model, val_sampler, snap, tasks, ntasks, st.task_weights,
-										st.s.val_rows, task_val + ntask_val, averaged);
-			if (averaged)
-				check_core(hw_model_swap_ema(model, &err), &err, "validating the parameter average");
-			hw_train_log_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
-			hw_train_report_task_val(job, (int32) step, tasks, ntasks, task_val, ntask_val);
-		}
-		if (out_of_time)
-		{
-			/* the run ends here: its schedule ends at this lr, so a resume
-			 * continues from it without a jump (hw_lr_schedule_extend) */
-			mcw->sched_min_t = 0;
-			if (step > mcw->warmup_steps)
-			{
-				mcw->sched_start = (int32) step;
-				mcw->sched_start_lr = res.lr;
-			}
-			mcw->total_steps = (int32) step;
-		}
-		if (step % st.s.checkpoint_every == 0 || last)
-		{
-			bool best = do_val && !isnan(last_val) && last_val < best_val;
-			if (best)
-				best_val = last_val;
-			last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position,
-										   do_val ? last_val : NAN, best, &st.s.scfg, st.s.preset,
-										   task_val, do_val ? ntask_val : 0);
-			overhead = true;
-		}
-		/* validation / checkpoint time, spread over the steps in the ETA;
-		 * other iterations' logging counts in the next step's time */
-		if (overhead)
-		{
-			t_mark = now_seconds();
-			hw_eta_add_overhead(&eta_est, step, t_mark - now);
-			/* tokens/s measures training: the pause does not count in its window */
-			t_window += t_mark - now;
-		}
-		if (out_of_time)
+		after_step(&run, &sres);
+		if (run.out_of_time)
 			break;
 	}
-	hw_prefetch_stop(pf);
+	hw_prefetch_stop(run.pf);
 	res->pf = NULL;
 	/* the ranks are idle between steps; stop them before the final checkpoint */
 	hw_dp_threads_stop(res->threads, NULL);
 	res->threads = NULL;
 
 	/* Asked to stop (not terminated): checkpoint what we have. */
-	if (strcmp(final_state, "cancelled") == 0 && !terminated && step > 0)
-		last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, lineage, model, position, NAN, false,
-									   &st.s.scfg, st.s.preset, NULL, 0);
-
-	double wall = now_seconds() - t0;
-	appendStringInfo(result,
-					 "{\"job_id\": %lld, \"state\": \"%s\", \"steps_done\": %lld, \"steps_target\": %d, "
-					 "\"resumed_from\": %d, "
-					 "\"train_loss\": %s, \"val_loss\": %s, \"tokens_per_s\": %.1f, \"wall_s\": %.2f, "
-					 "\"checkpoint_id\": %lld, \"stopped_on\": \"%s\", \"device\": ",
-					 (long long) job->job_id, final_state, (long long) step, job->steps_target, job->start_step,
-					 !isfinite(last_loss) ? "null" : psprintf("%.6g", last_loss),
-					 !isfinite(last_val) ? "null" : psprintf("%.6g", last_val),
-					 tps, wall, (long long) last_ckpt,
-					 out_of_time ? "max_minutes" : strcmp(final_state, "cancelled") == 0 ? "cancel" : "steps");
-	escape_json(result, hw_pg_backend_name(be));
-	appendStringInfo(result, ", \"ranks\": %d, \"grad_accum\": %d", W, A);
-	if (checked)
-		appendStringInfo(result, ", \"param_checksum\": \"%016llx\"", (unsigned long long) checksum);
-	appendStringInfoString(result, ", \"preset\": ");
-	escape_json(result, st.s.preset);
-	/* what the serving checkpoints' predictions read: the parameter average (its decay) or the last parameters (0) */
-	appendStringInfo(result, ", \"ema_decay\": %g", (double) mc->ema_decay);
-	if (!terminated)
-		hw_train_append_serving(result, job->model_id, tasks, ntasks, st.task_weights);
-	appendStringInfoChar(result, '}');
-
-	return final_state;     /* the caller releases res */
+	if (strcmp(run.final_state, "cancelled") == 0 && !run.terminated && run.step > 0)
+		run.last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, run.lineage, run.model, run.position, NAN,
+										   false, &run.st.s.scfg, run.st.s.preset, NULL, 0);
+	append_result(&run, result);
+	return run.final_state;     /* the caller releases res */
 }
 
 const char *

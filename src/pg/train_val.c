@@ -23,6 +23,7 @@
 #include "hw_pg.h"
 #include "hw_pg_task.h"
 #include "hw_train.h"
+#include "pg_xact.h"
 #include "hw_train_val.h"
 #include "hw_checkpoint.h"
 #include "hw_device.h"
@@ -65,6 +66,139 @@ hw_train_validate(HwModel *model, HwSampler *sampler, int nbatches)
 	return done ? sum / done : NAN;
 }
 
+/* One task's validation: its sample of val rows and the model's
+ * predictions on them, passed between the steps by pointer. */
+typedef struct TaskVal
+{
+	HwModel    *model;
+	HwSampler  *vs;
+	const HwSnapshot *snap;
+	const HwTask *task;
+	int         t;              /* the task's index in the sampler */
+	uint32      k;              /* rows validated */
+	uint32     *sel;            /* [k] their seeds */
+	double     *pred;           /* [k] P(true) / value in target units */
+	int32      *label;          /* [k] the most probable category */
+	double      loss_sum;
+	int32       K;              /* the target's categories (1: not categorical) */
+} TaskVal;
+
+/* The model's predictions on rows sel[off .. off + nb). */
+static void
+predict_val_batch(TaskVal *v, uint32 off, int nb)
+{
+	HwError err = {0};
+	HwBatch *b = NULL;
+	float   loss;
+
+	if (hw_sampler_seed_batch(v->vs, v->t, v->sel + off, nb, &b, &err) != HW_OK)
+		hw_pg_raise_core_error(&err, "sampling the validation rows");
+	int32 Kb = (int32) Max(1, b->cat_emb_count);
+	/* a categorical target outside its block (NULL truth): a placeholder id */
+	if (b->target_stype == HW_ST_CATEGORICAL)
+		for (int64 c = 0; c < (int64) b->B * b->S; c++)
+			if (b->is_target[c] && (b->categorical_embed_ids[c] < b->cat_emb_start ||
+									b->categorical_embed_ids[c] >= b->cat_emb_start + b->cat_emb_count))
+				b->categorical_embed_ids[c] = b->cat_emb_start;
+	HwPredictions *pr = hw_predictions_alloc(b->B, Kb);
+	if (pr == NULL)
+	{
+		hw_batch_free(b);
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in validation")));
+	}
+	int rc = hw_model_eval(v->model, b, &loss, pr, &err);
+	int stype = b->target_stype;
+	hw_batch_free(b);
+	if (rc != HW_OK)
+	{
+		hw_predictions_free(pr);
+		hw_pg_raise_core_error(&err, "validation");
+	}
+	v->K = Kb;
+	v->loss_sum += (double) loss * nb;
+	for (int i = 0; i < nb; i++)
+	{
+		int32 *label = &v->label[off + i];
+
+		*label = 0;
+		if (stype == HW_ST_TIMESTAMP)
+			v->pred[off + i] = pr->ts[i * HW_TS_DIM + HW_TS_DIM - 1] * v->snap->ts_std_us + v->snap->ts_mean_us;
+		else if (stype == HW_ST_NUMERICAL)
+			v->pred[off + i] = hw_task_decode_numerical(v->task, pr->value[i], NULL);
+		else
+			v->pred[off + i] = pr->value[i];
+		if (stype == HW_ST_CATEGORICAL)
+			for (int c = 1; c < Kb; c++)
+				if (pr->cat_probs[(size_t) i * Kb + c] > pr->cat_probs[(size_t) i * Kb + *label])
+					*label = c;
+	}
+	hw_predictions_free(pr);
+}
+
+/* The task's metric on the validated rows with a non-NULL truth. */
+static void
+task_metric(const TaskVal *v, HwTaskValMetric *o)
+{
+	const HwTask *task = v->task;
+	HwError err = {0};
+	uint32  k = v->k;
+	int64   m = 0;
+	double *yd = palloc(sizeof(double) * k), *pd = palloc(sizeof(double) * k);
+	int32  *yc = palloc(sizeof(int32) * k), *pc = palloc(sizeof(int32) * k);
+	uint8  *yb = palloc(k);
+
+	for (uint32 j = 0; j < k; j++)
+	{
+		uint32 i = v->sel[j];
+		if (task->target_null[i])
+			continue;
+		yd[m] = task->target[i];
+		yb[m] = task->target[i] != 0;
+		yc[m] = task->kind == HW_TASK_QUERY ? (int32) task->target[i] : (int32) task->target[i] - task->cat_base;
+		pd[m] = v->pred[j];
+		pc[m] = Min(v->label[j], v->K - 1);
+		m++;
+	}
+	o->n_rows = (int32) m;
+	o->value = NAN;
+	switch (task->target_stype)
+	{
+		case HW_ST_BOOLEAN:
+		{
+			HwBinaryMetrics bm;
+			o->metric = "auroc";
+			if (m > 0 && hw_metrics_binary(yb, pd, m, &bm, &err) == HW_OK)
+				o->value = bm.auroc;
+			break;
+		}
+		case HW_ST_CATEGORICAL:
+		{
+			HwCategoricalMetrics cm;
+			o->metric = "accuracy";
+			if (m > 0 && hw_metrics_categorical(yc, pc, m, v->K, &cm, &err) == HW_OK)
+				o->value = cm.accuracy;
+			break;
+		}
+		case HW_ST_TIMESTAMP:
+		{
+			HwRegressionMetrics rm;
+			o->metric = "mae_days";
+			if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
+				o->value = rm.mae / 86400e6;
+			break;
+		}
+		default:
+		{
+			HwRegressionMetrics rm;
+			o->metric = "mae";
+			if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
+				o->value = rm.mae;
+			break;
+		}
+	}
+	pfree(yd); pfree(pd); pfree(yc); pfree(pc); pfree(yb);
+}
+
 /*
  * Per-task validation: each trained task (weight > 0) on a fixed sample of
  * its val split (min(n_val, val_rows) rows spread evenly over the shard, the
@@ -77,7 +211,6 @@ int
 hw_train_validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, HwTask **tasks, int ntasks,
 			   const double *weights, int val_rows, HwTaskValMetric *out, bool average)
 {
-	HwError err = {0};
 	int     nout = 0;
 	int     maxb = Max(1, hw_sampler_config(vs)->batch_size);
 
@@ -85,130 +218,32 @@ hw_train_validate_tasks(HwModel *model, HwSampler *vs, const HwSnapshot *snap, H
 		return 0;
 	for (int t = 0; t < ntasks; t++)
 	{
-		const HwTask *task = tasks[t];
 		uint32  n;
 		const uint32_t *idx = hw_sampler_shard(vs, t, HW_SPLIT_VAL, &n);
 
 		if (!(weights[t] > 0) || idx == NULL || n == 0)
 			continue;
-		uint32  k = Min(n, (uint32) val_rows);
-		uint32 *sel = palloc(sizeof(uint32) * k);
-		double *pred = palloc(sizeof(double) * k);     /* P(true) / value in target units */
-		int32  *label = palloc(sizeof(int32) * k);
-		double  loss_sum = 0;
-		int32   K = 1;
+		TaskVal v = {.model = model, .vs = vs, .snap = snap, .task = tasks[t], .t = t, .K = 1};
 
-		for (uint32 j = 0; j < k; j++)
-			sel[j] = idx[(uint64) j * n / k];
-		for (uint32 off = 0; off < k; off += maxb)
+		v.k = Min(n, (uint32) val_rows);
+		v.sel = palloc(sizeof(uint32) * v.k);
+		v.pred = palloc(sizeof(double) * v.k);
+		v.label = palloc(sizeof(int32) * v.k);
+		for (uint32 j = 0; j < v.k; j++)
+			v.sel[j] = idx[(uint64) j * n / v.k];
+		for (uint32 off = 0; off < v.k; off += maxb)
 		{
-			int     nb = (int) Min((uint32) maxb, k - off);
-			HwBatch *b = NULL;
-			float   loss;
-
-			if (hw_sampler_seed_batch(vs, t, sel + off, nb, &b, &err) != HW_OK)
-				hw_pg_raise_core_error(&err, "sampling the validation rows");
-			int32 Kb = (int32) Max(1, b->cat_emb_count);
-			/* a categorical target outside its block (NULL truth): a placeholder id */
-			if (b->target_stype == HW_ST_CATEGORICAL)
-				for (int64 c = 0; c < (int64) b->B * b->S; c++)
-					if (b->is_target[c] && (b->categorical_embed_ids[c] < b->cat_emb_start ||
-											b->categorical_embed_ids[c] >= b->cat_emb_start + b->cat_emb_count))
-						b->categorical_embed_ids[c] = b->cat_emb_start;
-			HwPredictions *pr = hw_predictions_alloc(b->B, Kb);
-			if (pr == NULL)
-			{
-				hw_batch_free(b);
-				ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory in validation")));
-			}
-			int rc = hw_model_eval(model, b, &loss, pr, &err);
-			int stype = b->target_stype;
-			hw_batch_free(b);
-			if (rc != HW_OK)
-			{
-				hw_predictions_free(pr);
-				hw_pg_raise_core_error(&err, "validation");
-			}
-			K = Kb;
-			loss_sum += (double) loss * nb;
-			for (int i = 0; i < nb; i++)
-			{
-				label[off + i] = 0;
-				if (stype == HW_ST_TIMESTAMP)
-					pred[off + i] = pr->ts[i * HW_TS_DIM + HW_TS_DIM - 1] * snap->ts_std_us + snap->ts_mean_us;
-				else if (stype == HW_ST_NUMERICAL)
-					pred[off + i] = hw_task_decode_numerical(task, pr->value[i], NULL);
-				else
-					pred[off + i] = pr->value[i];
-				if (stype == HW_ST_CATEGORICAL)
-					for (int c = 1; c < Kb; c++)
-						if (pr->cat_probs[(size_t) i * Kb + c] > pr->cat_probs[(size_t) i * Kb + label[off + i]])
-							label[off + i] = c;
-			}
-			hw_predictions_free(pr);
+			predict_val_batch(&v, off, (int) Min((uint32) maxb, v.k - off));
 			CHECK_FOR_INTERRUPTS();
 		}
 
-		/* the rows with a non-NULL truth */
-		int64   m = 0;
-		double *yd = palloc(sizeof(double) * k), *pd = palloc(sizeof(double) * k);
-		int32  *yc = palloc(sizeof(int32) * k), *pc = palloc(sizeof(int32) * k);
-		uint8  *yb = palloc(k);
 		HwTaskValMetric *o = &out[nout++];
 
-		for (uint32 j = 0; j < k; j++)
-		{
-			uint32 i = sel[j];
-			if (task->target_null[i])
-				continue;
-			yd[m] = task->target[i];
-			yb[m] = task->target[i] != 0;
-			yc[m] = task->kind == HW_TASK_QUERY ? (int32) task->target[i] : (int32) task->target[i] - task->cat_base;
-			pd[m] = pred[j];
-			pc[m] = Min(label[j], K - 1);
-			m++;
-		}
-		o->task_id = task->task_id;
+		o->task_id = v.task->task_id;
 		o->average = average;
-		o->loss = loss_sum / k;
-		o->n_rows = (int32) m;
-		o->value = NAN;
-		switch (task->target_stype)
-		{
-			case HW_ST_BOOLEAN:
-			{
-				HwBinaryMetrics bm;
-				o->metric = "auroc";
-				if (m > 0 && hw_metrics_binary(yb, pd, m, &bm, &err) == HW_OK)
-					o->value = bm.auroc;
-				break;
-			}
-			case HW_ST_CATEGORICAL:
-			{
-				HwCategoricalMetrics cm;
-				o->metric = "accuracy";
-				if (m > 0 && hw_metrics_categorical(yc, pc, m, K, &cm, &err) == HW_OK)
-					o->value = cm.accuracy;
-				break;
-			}
-			case HW_ST_TIMESTAMP:
-			{
-				HwRegressionMetrics rm;
-				o->metric = "mae_days";
-				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
-					o->value = rm.mae / 86400e6;
-				break;
-			}
-			default:
-			{
-				HwRegressionMetrics rm;
-				o->metric = "mae";
-				if (m > 0 && hw_metrics_regression(yd, pd, m, &rm, &err) == HW_OK)
-					o->value = rm.mae;
-				break;
-			}
-		}
-		pfree(sel); pfree(pred); pfree(label); pfree(yd); pfree(pd); pfree(yc); pfree(pc); pfree(yb);
+		o->loss = v.loss_sum / v.k;
+		task_metric(&v, o);
+		pfree(v.sel); pfree(v.pred); pfree(v.label);
 	}
 	return nout;
 }

@@ -37,6 +37,7 @@
 
 #include "hw_pg.h"
 #include "hw_train.h"
+#include "pg_xact.h"
 #include "train_signals.h"
 
 static void
@@ -69,36 +70,26 @@ finish_job(HwJobShared *job, const char *state, const char *error, const char *r
 						  5, argtypes, values, nulls);
 }
 
-void
-hw_train_worker_main(Datum main_arg)
+/* The job's shared memory, mapped until the worker exits. */
+static HwJobShared *
+attach_job(Datum main_arg, dsm_segment **segp)
 {
-	dsm_segment *seg;
-	HwJobShared *job;
-	LOCKTAG     tag;
-	bool        locked;
+	dsm_segment *seg = dsm_attach((dsm_handle) DatumGetUInt32(main_arg));
 
-	hw_worker_install_signal_handlers();
-	BackgroundWorkerUnblockSignals();
-
-	CurrentResourceOwner = ResourceOwnerCreate(NULL, "headwater training worker");
-	seg = dsm_attach((dsm_handle) DatumGetUInt32(main_arg));
 	if (seg == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("headwater training worker: the job's shared memory is gone (caller exited)")));
 	dsm_pin_mapping(seg);   /* keep it mapped until the worker exits */
-	job = dsm_segment_address(seg);
+	*segp = seg;
+	return dsm_segment_address(seg);
+}
 
-	BackgroundWorkerInitializeConnectionByOid(job->dboid, job->roleoid, 0);
-	pgstat_report_appname("headwater training");
-
-	/* One training job per model: a session-level advisory lock, taken
-	 * before the job row says "running" (the caller, holding the model's
-	 * launch lock, waits for this phase change; train_job.c). */
-	HW_SET_LOCKTAG(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, job->model_id);
-	locked = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
-
-	/* Record the job (as the extension owner: PUBLIC cannot write it). */
+/* Record the job (as the extension owner: PUBLIC cannot write it); a
+ * failure here finishes the job's phase for the waiting caller. */
+static void
+record_job(HwJobShared *job, dsm_segment *seg)
+{
 	PG_TRY();
 	{
 		Oid     argtypes[6] = {INT8OID, INT4OID, INT4OID, TEXTOID, OIDOID, INT8OID};
@@ -131,17 +122,13 @@ hw_train_worker_main(Datum main_arg)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+}
 
-	if (!locked)
-	{
-		finish_job(job, "failed", "another training job is already running for this model", NULL);
-		goto done;
-	}
-
-	SpinLockAcquire(&job->mutex);
-	job->phase = HW_PHASE_RUNNING;
-	SpinLockRelease(&job->mutex);
-
+/* Train, and record the outcome: the loop's state and result, a
+ * termination, or the error (logged, and kept for the caller). */
+static void
+run_job(HwJobShared *job)
+{
 	PG_TRY();
 	{
 		StringInfoData result;
@@ -182,8 +169,42 @@ hw_train_worker_main(Datum main_arg)
 		finish_job(job, "failed", text, NULL);
 	}
 	PG_END_TRY();
+}
 
-done:
+void
+hw_train_worker_main(Datum main_arg)
+{
+	dsm_segment *seg;
+	HwJobShared *job;
+	LOCKTAG     tag;
+	bool        locked;
+
+	hw_worker_install_signal_handlers();
+	BackgroundWorkerUnblockSignals();
+
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "headwater training worker");
+	job = attach_job(main_arg, &seg);
+
+	BackgroundWorkerInitializeConnectionByOid(job->dboid, job->roleoid, 0);
+	pgstat_report_appname("headwater training");
+
+	/* One training job per model: a session-level advisory lock, taken
+	 * before the job row says "running" (the caller, holding the model's
+	 * launch lock, waits for this phase change; train_job.c). */
+	HW_SET_LOCKTAG(tag, MyDatabaseId, HW_TRAIN_LOCK_CLASS, job->model_id);
+	locked = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+
+	record_job(job, seg);
+	if (!locked)
+		finish_job(job, "failed", "another training job is already running for this model", NULL);
+	else
+	{
+		SpinLockAcquire(&job->mutex);
+		job->phase = HW_PHASE_RUNNING;
+		SpinLockRelease(&job->mutex);
+		run_job(job);
+	}
+
 	SpinLockAcquire(&job->mutex);
 	job->phase = HW_PHASE_FINISHED;
 	job->progress_seq++;
