@@ -30,6 +30,10 @@ INSERT INTO runs SELECT 'plain', rt_train('m46', steps => 20, preset => 'tiny',
 RESET client_min_messages;
 
 \i sql/include/err.sql
+-- validation computes in fp32; served predictions follow
+-- headwater.inference_precision (bf16 where the processor has it), so the
+-- comparisons of validation with rt_evaluate below serve in fp32 too
+SET headwater.inference_precision = fp32;
 
 -- validation reads what serving reads: at each checkpoint of the 20-step
 -- run, the recorded val MAE (all val rows) of the weights the task would be
@@ -177,6 +181,7 @@ FROM p46;
 --    session (nothing cached) without the shared model cache
 \c
 SET headwater.serving_shared_cache = off;
+SET headwater.inference_precision = fp32;
 SELECT * FROM t46.val_equals_evaluate();
 CREATE TEMP TABLE saved_metric AS SELECT * FROM headwater.checkpoint_metric;
 SELECT t46.force('average');
