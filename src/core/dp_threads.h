@@ -39,9 +39,8 @@ HwDpThreads *hw_dp_threads_start(HwDpRank **ranks, int nranks, HwCollective *c, 
 int hw_dp_threads_post(HwDpThreads *t, HwBatch *const *micro, bool check, HwError *err);
 
 /* Waits up to timeout_s for the posted step; a rank that fails ends the
- * wait at once (the others stop through the aborted collective).  false:
- * still running.  true:
- * done; *res = rank 0's result, *rc = HW_OK or the step's error (in err),
+ * wait at once (false until the others, stopped by the aborted collective,
+ * have returned).  false: still running.  true: done; *res = rank 0's result, *rc = HW_OK or the step's error (in err),
  * *checksum = rank 0's parameter checksum when the step checked. */
 bool hw_dp_threads_wait(HwDpThreads *t, double timeout_s, HwStepResult *res, int *rc,
 						uint64_t *checksum, HwError *err);
