@@ -4,6 +4,11 @@
  *
  *   make gpu-test            builds test/gpu/test_cuda_backend and runs it
  *
+ * This file is main and the tolerances; the tests are by family in
+ * test_cuda_ops.c (every op), test_cuda_model.c (whole model),
+ * test_cuda_inputs.c (plan inputs, uploads, injected faults) and
+ * test_cuda_nccl.c (multi-GPU), with shared helpers in gpu_test.h.
+ *
  * With no CUDA device (hw_cuda_device_count() == 0) it prints a loud SKIP and
  * exits 0.  Otherwise, for every entry of backend.h, forward and backward:
  * the same random inputs uploaded to both backends, outputs compared with

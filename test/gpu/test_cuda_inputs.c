@@ -171,10 +171,7 @@ test_uploads(void)
 
 /* ---------------------------------------------------------------- fault injection (host simulation) */
 
-/* Defined by the host simulation (test/gpu/host_sim/sim_inject.cc) only:
- * makes the after-th runtime call from now fail, kind 1 with a C++
- * exception, kind 2 with cudaErrorIllegalAddress.  Absent on a GPU. */
-
+/* Runs only in the host simulation, where hw_sim_inject (gpu_test.h) exists. */
 void
 test_faults(void)
 {
