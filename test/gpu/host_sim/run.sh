@@ -83,7 +83,7 @@ for c in "$root"/test/gpu/*.c; do
 	tobjs+=("$out/gpu_$b.o")
 done
 $CXX -I"$sim/shim" -I"$sim" -c "$sim/sim_inject.cc" -o "$out/sim_inject.o"
-$CXX "${tobjs[@]}" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" \
+$CXX "${tobjs[@]}" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" "$out/synth_batch.o" \
 	-o "$out/test_cuda_backend_sim" -lopenblas -lm
 HW_GPU_TEST_QUICK=1 stdbuf -oL "$out/test_cuda_backend_sim" || rc=1
 fi
