@@ -108,8 +108,9 @@ bench: $(BENCH_BINS)
 GPU_TEST  = test/gpu/test_cuda_backend
 GPU_BENCH = bench/bin/train_step_cuda
 GPU_LINK  = -L. -l:headwater_cuda$(DLSUFFIX) -Wl,-rpath,'$$ORIGIN/../..' -Wl,-rpath,$(CURDIR) -lpthread
-$(GPU_TEST): test/gpu/test_cuda_backend.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
-	$(CC) $(HOST_CFLAGS) -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(GPU_LINK) $(HOST_LIBS)
+GPU_TEST_SRCS = $(sort $(wildcard test/gpu/*.c))
+$(GPU_TEST): $(GPU_TEST_SRCS) $(wildcard test/gpu/*.h) headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
+	$(CC) $(HOST_CFLAGS) -Icuda -o $@ $(GPU_TEST_SRCS) $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(GPU_LINK) $(HOST_LIBS)
 $(GPU_BENCH): bench/train_step_cuda/train_step_cuda.c headwater_cuda$(DLSUFFIX) cuda/hw_cuda_api.h $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(wildcard src/core/*.h src/backend/*.h) $(FIXTURE_HDRS)
 	@mkdir -p bench/bin
 	$(CC) $(HOST_CFLAGS) -O3 -Icuda -o $@ $< $(CORE_SRCS) $(BACKEND_SRCS) $(FIXTURE_SRCS) $(GPU_LINK) $(HOST_LIBS)

@@ -1,5 +1,5 @@
 /*
- * encoder.cu: the value encoder (MODEL.md 2), forward and backward.
+ * encoder.cu: the value encoder (cells to h0, backend.h), forward and backward.
  *
  *   e[n] = colproj[col[n]] + val[n],  val by semantic type (id_emb, num_w*x+num_b,
  *          ts_w @ t + ts_b, bool_emb[v], catproj[cat_local], textproj[text_local]),

@@ -48,7 +48,7 @@ int hw_cuda_error_set(HwError *err, int code, const char *fmt, ...)
  * status codes, but host C++ here can throw (std::vector in gemm.cu's peak
  * probe, bad_alloc), so every entry is guarded: the body of each extern "C"
  * function sits between HW_CXX_TRY and HW_CXX_CATCH (an exception becomes
- * HW_ERR_INTERNAL with its what()), and backend_cuda.cu wraps every table
+ * HW_ERR_INTERNAL with its what()), and backend_cuda_ops.cu wraps every table
  * entry in a template that does the same into the backend's kept error. */
 #include <exception>
 

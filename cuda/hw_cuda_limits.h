@@ -1,7 +1,7 @@
 /*
  * hw_cuda_limits.h: the model shapes the CUDA backend can run.
  *
- * Plain C, header-only, no CUDA: backend_cuda.cu's check_shapes entry
+ * Plain C, header-only, no CUDA: backend_cuda_ops.cu's check_shapes entry
  * (backend.h) uses it, and the CPU unit tests (test/unit/test_backend_checks.c)
  * include it, so the rule is tested on machines without a GPU.
  *

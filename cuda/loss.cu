@@ -1,5 +1,5 @@
 /*
- * loss.cu: the heads' loss (MODEL.md 4), forward and backward in one kernel.
+ * loss.cu: the heads' loss (model.h), forward and backward in one kernel.
  *
  * Z [B, 18+D] head outputs (columns HW_HEAD_*), logits [B,K] categorical
  * logits (the model computes them with a GEMM against the projected category

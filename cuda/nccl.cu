@@ -2,10 +2,10 @@
  * nccl.cu: several GPUs of one machine with NCCL (and the pieces for several
  * machines).
  *
- * Data parallel, the design of seed 001 4a in one process: one training
+ * Data parallel in one process (docs/distributed.md): one training
  * worker, one host thread per GPU, each thread with its own CUDA backend
  * (backend_cuda.cu) and model replica; every rank samples its own shard of
- * the seeds (seed 001 2c: seed i belongs to rank i % world); after backward,
+ * the seeds (seed i of a split belongs to rank i % world); after backward,
  * each thread averages the flat gradient buffer with ncclAllReduce(ncclAvg)
  * on its backend's stream; the optimiser step then runs identically on every
  * rank (same averaged gradients, same parameters), and rank 0 alone writes

@@ -1,5 +1,5 @@
 /*
- * optim.cu: fused optimiser kernels (MODEL.md 5, backend.h).
+ * optim.cu: fused optimiser kernels (optim.h, backend.h).
  *
  *   AdamW: g' = grad*gscale; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
  *          p -= lr * ((m/bc1) / (sqrt(v/bc2) + eps) + wd * p)     (one pass)

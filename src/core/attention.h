@@ -4,7 +4,7 @@
  * Contract between the model (which computes Q, K, V projections, QK-norm and
  * the per-head scale) and the attention kernel (owner: attention.c).
  *
- * Masks (MODEL.md section 3), never materialised as [B,S,S]:
+ * Masks (one per attention sublayer), never materialised as [B,S,S]:
  *   COLUMN   i->j allowed iff column_ids[i] == column_ids[j]
  *   OUTBOUND i->j allowed iff row(i) == row(j) or fk_adj[b, row(i), row(j)]
  *   INBOUND  i->j allowed iff fk_adj[b, row(j), row(i)]

@@ -1,7 +1,7 @@
 /*
  * attention_check.h: validation of the host tensors an attention plan is
  * built from (HwAttnMaskInfo), shared by the CPU plan (attention.c) and the
- * CUDA plan (cuda/backend_cuda.cu), so both backends accept and reject the
+ * CUDA plan (cuda/backend_cuda_ops.cu), so both backends accept and reject the
  * same inputs with the same message.  The CUDA plan runs it on the host
  * BEFORE uploading: its kernels index q/k/v/out rows through perm, so a value
  * >= S would read and write out of bounds and a duplicate would leave rows

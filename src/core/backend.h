@@ -154,7 +154,7 @@ typedef struct HwBackendOps
 	void (*rmsnorm_backward)(HwBackend *be, float *dx, float *dg, const float *dout,
 							 const float *x, const float *rstd, const float *g, int N, int D);
 
-	/* ---- value encoder (MODEL.md 2), after the model projected the tables ----
+	/* ---- value encoder (cells to h0), after the model projected the tables ----
 	 * e[N,D] (=) colproj[col[n]] + val[n], val by stype: 0 id_emb, 1 num_w*num+num_b,
 	 * 2 ts_w @ ts + ts_b, 3 bool_emb[boolv], 4 catproj[cat_local], 5 textproj[text_local],
 	 * other 0; then is_null -> null_emb; then is_target -> mask_emb (target wins). */
@@ -205,7 +205,7 @@ typedef struct HwBackendOps
 	/* dgu[N,2F] (=); dh[N,F]; gu[N,2F]. */
 	void (*swiglu_backward)(HwBackend *be, float *dgu, const float *dh, const float *gu, int N, int F);
 
-	/* ---- heads' loss (MODEL.md 4), forward and backward in one entry ----
+	/* ---- heads' loss (model.h), forward and backward in one entry ----
 	 * Z[B, 18+D] head outputs (HW_HEAD_* columns), logits[B,K] categorical
 	 * logits (only read when stype == 4).  loss[B] (=) per-sequence
 	 * cell loss; dZ[B,18+D] (=) and dlogits[B,K] (=) are d(scale * sum loss)/d.
@@ -214,7 +214,7 @@ typedef struct HwBackendOps
 								  const float *Z, const float *logits, const HwLossTargets *t,
 								  int stype, int B, int D, int K, float scale);
 
-	/* ---- optimiser (MODEL.md 5) ----
+	/* ---- optimiser (optim.h) ----
 	 * AdamW on n elements: g' = grad*gscale; m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2;
 	 * p -= lr * ( (m/bc1) / (sqrt(v/bc2) + eps) + wd * p ), bc1 = 1-b1^t, bc2 = 1-b2^t. */
 	void (*adamw_update)(HwBackend *be, float *p, float *m, float *v, const float *grad, size_t n,

@@ -1,5 +1,6 @@
 /*
- * batch.h: the TrainingBatch of seed 000, exactly (dtypes of seed 001 3b).
+ * batch.h: the TrainingBatch: the tensors a batch carries from the sampler
+ * to the model, with their shapes and dtypes exactly as listed below.
  *
  * One batch = B cell sequences of length S from one task (homogeneous target
  * type).  Every tensor is a flat row-major array owned by the batch.
@@ -23,7 +24,8 @@
  *   cat_emb_start         [1]        uint32
  *   cat_emb_count         [1]        uint32
  *
- * Beside the seed-000 tensors (not one of them, not stored with them):
+ * Beside the HW_BATCH_NTENSORS tensors above (not counted among them, not
+ * stored with them):
  *   seed_time             [B]        float32  each sequence's observation time,
  *                                             z-scored like timestamp_values[..., 14];
  *                                             NaN when it has none (no cutoff)
@@ -84,12 +86,12 @@ typedef struct HwBatch
 	uint16_t *out_perm;
 	uint16_t *in_perm;
 	uint16_t *text_batch_embeddings;
-	float    *seed_time;        /* [B], not a seed-000 tensor: see above */
-	uint32_t *link_key;         /* [B,S], not a seed-000 tensor: see above */
-	uint32_t *child_key;        /* [B,S,HW_CHILD_LINKS], not a seed-000 tensor */
-	uint16_t *child_count;      /* [B,S,HW_CHILD_LINKS,HW_CHILD_WINDOWS], not a seed-000 tensor */
-	uint32_t *mean_key;         /* [B,S,HW_MEAN_SLOTS], not a seed-000 tensor */
-	float    *child_mean;       /* [B,S,HW_MEAN_SLOTS,HW_CHILD_WINDOWS], not a seed-000 tensor */
+	float    *seed_time;        /* [B], beside the listed tensors: see above */
+	uint32_t *link_key;         /* [B,S], beside the listed tensors: see above */
+	uint32_t *child_key;        /* [B,S,HW_CHILD_LINKS], beside the listed tensors */
+	uint16_t *child_count;      /* [B,S,HW_CHILD_LINKS,HW_CHILD_WINDOWS], beside the listed tensors */
+	uint32_t *mean_key;         /* [B,S,HW_MEAN_SLOTS], beside the listed tensors */
+	float    *child_mean;       /* [B,S,HW_MEAN_SLOTS,HW_CHILD_WINDOWS], beside the listed tensors */
 
 	uint8_t   target_stype;
 	uint8_t   num_loss;         /* HwNumLoss of a numerical target (not a tensor: from the task) */
@@ -126,10 +128,11 @@ typedef struct HwTensorView
 
 #define HW_BATCH_NTENSORS 20
 
-/* Allocates every tensor zero-filled (sentinels are 0, seed 000 section 2). */
+/* Allocates every tensor zero-filled (zero-filled is what a padding
+ * position holds, is_padding aside). */
 HwBatch *hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text);
 void     hw_batch_free(HwBatch *batch);
-/* Fills views[HW_BATCH_NTENSORS] in seed 000 order; the views point into batch. */
+/* Fills views[HW_BATCH_NTENSORS] in the order of the list above; the views point into batch. */
 void     hw_batch_tensors(HwBatch *batch, HwTensorView *views);
 /* Finds one tensor by name; returns false if the name is unknown. */
 bool     hw_batch_tensor(HwBatch *batch, const char *name, HwTensorView *view);

@@ -1,6 +1,5 @@
 /*
- * dp_step.h: one optimiser step of data-parallel training (issue 12,
- * docs/distributed.md).
+ * dp_step.h: one optimiser step of data-parallel training (docs/distributed.md).
  *
  * W ranks (threads on the CPU, one GPU each on CUDA), each with its own
  * model replica on its own backend, all with the same parameters and

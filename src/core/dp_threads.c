@@ -1,24 +1,22 @@
 /*
  * dp_threads.c: rank threads for data-parallel steps (dp_threads.h).
  *
- * One mutex + two condition variables: `work` wakes the ranks when a step
- * is posted (a step number they have not run yet) or on stop; `done` wakes
- * the caller when the last rank finished the step.
+ * The core's thread pool (thread_pool.h) with one worker per rank; a step
+ * is a PINNED job, so rank r runs on worker r step after step and its
+ * thread-bound state (a GPU's device context) stays where it was made.
+ * Each rank leaves its outcome in its slot; the caller reads the slots only
+ * after hw_pool_wait collected the job.
  */
 #include "dp_threads.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "thread_pool.h"
+
+/* One rank's outcome of the last step (written by its worker only). */
 typedef struct RankSlot
 {
-	HwDpThreads  *t;
-	int           rank;
-	pthread_t     th;
-	bool          started;
 	HwStepResult  res;
 	uint64_t      checksum;
 	int           rc;
@@ -30,86 +28,58 @@ struct HwDpThreads
 	HwDpRank      **ranks;
 	HwCollective   *c;
 	int             n;
+	HwThreadPool   *pool;           /* n workers, worker r = rank r */
 	RankSlot       *slot;
-	pthread_mutex_t mu;
-	pthread_cond_t  work, done;
-	uint64_t        posted;        /* steps posted */
-	int             finished;      /* ranks done with step `posted` */
-	bool            running;       /* a posted step is not collected yet */
-	bool            stop;
+	/* the posted step (set before hw_pool_post, read-only while it runs) */
 	HwBatch *const *micro;
 	bool            check;
 	int             accum;
 };
 
-static void *
-rank_main(void *p)
+/* The pinned job: rank `rank` runs its part of the step. */
+static void
+rank_step(void *arg, int rank, int worker)
 {
-	RankSlot    *s = p;
-	HwDpThreads *t = s->t;
-	uint64_t     seen = 0;
+	HwDpThreads *t = arg;
+	RankSlot    *s = &t->slot[rank];
 
-	for (;;)
-	{
-		pthread_mutex_lock(&t->mu);
-		while (!t->stop && t->posted == seen)
-			pthread_cond_wait(&t->work, &t->mu);
-		if (t->stop)
-		{
-			pthread_mutex_unlock(&t->mu);
-			return NULL;
-		}
-		seen = t->posted;
-		HwBatch *const *micro = t->micro + (size_t) s->rank * t->accum;
-		bool     check = t->check;
-
-		pthread_mutex_unlock(&t->mu);
-
-		memset(&s->err, 0, sizeof(s->err));
-		s->checksum = 0;
-		s->rc = hw_dp_step(t->ranks[s->rank], micro, &s->res, &s->err);
-		if (s->rc == HW_OK && check)
-			s->rc = hw_dp_check_params(t->ranks[s->rank], &s->checksum, &s->err);
-
-		pthread_mutex_lock(&t->mu);
-		if (++t->finished == t->n)
-			pthread_cond_broadcast(&t->done);
-		pthread_mutex_unlock(&t->mu);
-	}
+	(void) worker;
+	memset(&s->err, 0, sizeof(s->err));
+	s->checksum = 0;
+	s->rc = hw_dp_step(t->ranks[rank], t->micro + (size_t) rank * t->accum, &s->res, &s->err);
+	if (s->rc == HW_OK && t->check)
+		s->rc = hw_dp_check_params(t->ranks[rank], &s->checksum, &s->err);
+	/* a failed rank has aborted the collective (dp_step.c): the caller's
+	 * wait returns now instead of at its timeout, so it can react at once */
+	if (s->rc != HW_OK)
+		hw_pool_wake(t->pool);
 }
 
 HwDpThreads *
 hw_dp_threads_start(HwDpRank **ranks, int nranks, HwCollective *c, HwError *err)
 {
-	HwDpThreads *t = calloc(1, sizeof(*t));
-	pthread_condattr_t ca;
+	HwDpThreads *t;
 
-	if (t == NULL || nranks < 1 || (t->slot = calloc(nranks, sizeof(RankSlot))) == NULL)
+	if (nranks < 1)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "cannot start %d rank threads", nranks);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (t == NULL || (t->slot = calloc((size_t) nranks, sizeof(RankSlot))) == NULL)
 	{
 		free(t);
-		hw_error_set(err, nranks < 1 ? HW_ERR_INVALID : HW_ERR_NOMEM, "cannot start %d rank threads", nranks);
+		hw_error_set(err, HW_ERR_NOMEM, "cannot start %d rank threads", nranks);
 		return NULL;
 	}
 	t->ranks = ranks;
 	t->c = c;
 	t->n = nranks;
-	pthread_mutex_init(&t->mu, NULL);
-	pthread_cond_init(&t->work, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->done, &ca);
-	pthread_condattr_destroy(&ca);
-	for (int r = 0; r < nranks; r++)
+	if ((t->pool = hw_pool_start(nranks, "data-parallel rank", err)) == NULL)
 	{
-		t->slot[r].t = t;
-		t->slot[r].rank = r;
-		if (pthread_create(&t->slot[r].th, NULL, rank_main, &t->slot[r]) != 0)
-		{
-			hw_dp_threads_stop(t, NULL);
-			hw_error_set(err, HW_ERR_NOMEM, "cannot start the thread of rank %d", r);
-			return NULL;
-		}
-		t->slot[r].started = true;
+		free(t->slot);
+		free(t);
+		return NULL;
 	}
 	return t;
 }
@@ -117,46 +87,19 @@ hw_dp_threads_start(HwDpRank **ranks, int nranks, HwCollective *c, HwError *err)
 int
 hw_dp_threads_post(HwDpThreads *t, HwBatch *const *micro, bool check, HwError *err)
 {
-	pthread_mutex_lock(&t->mu);
-	if (t->running)
-	{
-		pthread_mutex_unlock(&t->mu);
+	/* a step not collected yet: refused before its inputs are touched */
+	if (hw_pool_pending(t->pool))
 		return hw_error_set(err, HW_ERR_INVALID, "a data-parallel step is still running");
-	}
 	t->micro = micro;
 	t->check = check;
 	t->accum = hw_dp_rank_grad_accum(t->ranks[0]);
-	t->finished = 0;
-	t->running = true;
-	t->posted++;
-	pthread_cond_broadcast(&t->work);
-	pthread_mutex_unlock(&t->mu);
-	return HW_OK;
+	return hw_pool_post(t->pool, HW_POOL_PINNED, rank_step, t, t->n, err);
 }
 
 bool
 hw_dp_threads_wait(HwDpThreads *t, double timeout_s, HwStepResult *res, int *rc, uint64_t *checksum, HwError *err)
 {
-	struct timespec dl;
-
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += (time_t) timeout_s;
-	dl.tv_nsec += (long) ((timeout_s - (double) (time_t) timeout_s) * 1e9);
-	if (dl.tv_nsec >= 1000000000L)
-	{
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&t->mu);
-	while (t->running && t->finished < t->n)
-		if (pthread_cond_timedwait(&t->done, &t->mu, &dl) == ETIMEDOUT)
-			break;
-	bool done = t->running && t->finished == t->n;
-
-	if (done)
-		t->running = false;
-	pthread_mutex_unlock(&t->mu);
-	if (!done)
+	if (!hw_pool_wait(t->pool, timeout_s))
 		return false;
 	*res = t->slot[0].res;
 	*checksum = t->slot[0].checksum;
@@ -180,22 +123,13 @@ hw_dp_threads_stop(HwDpThreads *t, const char *why)
 {
 	if (t == NULL)
 		return;
-	pthread_mutex_lock(&t->mu);
-	bool busy = t->running && t->finished < t->n;
+	bool busy = !hw_pool_wait(t->pool, 0);
 
-	t->stop = true;
-	pthread_cond_broadcast(&t->work);
-	pthread_mutex_unlock(&t->mu);
 	/* ranks blocked in a collective return once it is aborted; a rank in
 	 * the middle of its own compute finishes that first */
 	if (busy && t->c)
 		hw_coll_abort(t->c, -1, why ? why : "training stopped");
-	for (int r = 0; r < t->n; r++)
-		if (t->slot[r].started)
-			pthread_join(t->slot[r].th, NULL);
-	pthread_mutex_destroy(&t->mu);
-	pthread_cond_destroy(&t->work);
-	pthread_cond_destroy(&t->done);
+	hw_pool_stop(t->pool);
 	free(t->slot);
 	free(t);
 }

@@ -1,6 +1,8 @@
 /*
  * dp_threads.h: one thread per data-parallel rank, driven by one caller
  * (the training worker's main thread, the only one that calls PostgreSQL).
+ * The threads are the core's pool (thread_pool.h); each rank keeps its
+ * thread, and so its device context, from step to step.
  *
  * The caller samples the batches, posts a step (every rank's micro-batches),
  * and polls for the end of the step so it can serve interrupts meanwhile;
@@ -36,8 +38,9 @@ HwDpThreads *hw_dp_threads_start(HwDpRank **ranks, int nranks, HwCollective *c, 
  * parameter checksums of the ranks.  HW_ERR_INVALID while a step runs. */
 int hw_dp_threads_post(HwDpThreads *t, HwBatch *const *micro, bool check, HwError *err);
 
-/* Waits up to timeout_s for the posted step.  false: still running.  true:
- * done; *res = rank 0's result, *rc = HW_OK or the step's error (in err),
+/* Waits up to timeout_s for the posted step; a rank that fails ends the
+ * wait at once (false until the others, stopped by the aborted collective,
+ * have returned).  false: still running.  true: done; *res = rank 0's result, *rc = HW_OK or the step's error (in err),
  * *checksum = rank 0's parameter checksum when the step checked. */
 bool hw_dp_threads_wait(HwDpThreads *t, double timeout_s, HwStepResult *res, int *rc,
 						uint64_t *checksum, HwError *err);

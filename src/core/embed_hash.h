@@ -1,5 +1,6 @@
 /*
- * embed_hash.h: the built-in offline text embedder (MODEL.md section 1).
+ * embed_hash.h: the built-in offline text embedder (the frozen
+ * text embeddings of text cells).
  *
  * A deterministic signed feature-hashing embedding: lower-cased words
  * (weight 1) and character trigrams of each word padded with spaces

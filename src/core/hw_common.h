@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-/* Semantic types (MODEL.md section 1); stored as int8 in batches. */
+/* Semantic types of a cell; stored as int8 in batches. */
 typedef enum HwSemanticType
 {
 	HW_ST_IDENTIFIER = 0,

@@ -1,5 +1,5 @@
 /*
- * model.h: the Relational Transformer (MODEL.md 2-5, 7) on a backend.
+ * model.h: the Relational Transformer on a backend (docs/model.md).
  *
  * Dimensions: B sequences of S cells, N = B*S tokens, D = d_model, H heads,
  * dh = D/H, F = d_ff, Dt = d_text, L layers, A = attention sublayers per layer
@@ -91,7 +91,8 @@
  *          loss = lse - logits[y] + 1e-4 * lse^2
  *     cell_loss = null_loss + (1 - is_null) * type_loss
  *   loss = mean_b cell_loss
- * Padding positions are computed like any cell (never zeroed, seed 001 4e).
+ * Padding positions are computed like any cell (never zeroed: the masks keep
+ * them out of every other cell's attention, and the loss reads targets only).
  *
  * ---- Optimiser (one step, after backward) ----
  *   gnorm = sqrt(sum of all grad^2)  (double, parameter order); NaN/Inf -> error,
@@ -249,7 +250,7 @@ void hw_child_count_features(const uint32_t *key, const uint16_t *count, const u
 #define HW_CRAMP_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS * HW_CRAMP_STEPS)
 void hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_CRAMP_DIM]);
 
-/* Presets (MODEL.md 7): "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
+/* Presets: "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
  * "base" (256,8,6,1024,32); d_text 256, lr 3e-3, warmup 100, total 10000. */
 int hw_model_config_preset(HwModelConfig *cfg, const char *preset, HwError *err);
 /* Override one field by its name above ("d_model", "lr", "seed", ...). */

@@ -1,5 +1,5 @@
 /*
- * optim.h: the optimiser of MODEL.md 5 (Muon for 2-D weights, AdamW for the
+ * optim.h: the optimiser (Muon for 2-D weights, AdamW for the
  * rest, warm-up + cosine schedule to 10%, global-norm clipping), on a backend,
  * over the flat buffers of model.h (parameters, gradients, first and second
  * moments share one layout).  Exact arithmetic: model.h "Optimiser".

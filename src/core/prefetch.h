@@ -29,7 +29,8 @@
 
 typedef struct HwPrefetch HwPrefetch;
 
-/* capacity: batches held ready (>= 1; seed 001 default 3). */
+/* capacity: batches held ready (>= 1; the trainer holds 3, or 2 per
+ * virtual rank in data-parallel training). */
 HwPrefetch *hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, HwError *err);
 
 /* Blocks until the next batch (in batch-number order).  seed_idx, when not

@@ -1,6 +1,6 @@
 /*
- * sampler.h: the BFS sampler that turns tasks into TrainingBatches (seed 000
- * exactly, dtypes of seed 001 section 3b).  Plain C, no PostgreSQL; threads
+ * sampler.h: the BFS sampler that turns tasks into TrainingBatches (batch.h,
+ * exactly).  Plain C, no PostgreSQL; threads
  * (workers of the core's thread pool, thread_pool.h) touch only the
  * read-only snapshot/tasks and their own scratch.  The implementation is
  * split by concern over sampler*.c (sampler_internal.h lists the files).
@@ -35,7 +35,7 @@
  *           epoch): every seed once per epoch, and a task's batches do not
  *           depend on which other tasks the model has.
  *
- * One sequence (MODEL.md section 6, seed 001 section 2d):
+ * One sequence (docs/sampler.md, "One sequence"):
  *   row 0 is the seed row: for a cell task the anchor row (its target column
  *   cell is the target); for a query task a virtual row of the task table
  *   with cells [observation time (timestamp, NULL when no cutoff), target]
@@ -202,8 +202,9 @@ void hw_sampler_free(HwSampler *s);
 HwSampler *hw_sampler_clone(const HwSampler *base, HwError *err);
 
 /* A clone (as hw_sampler_clone) that draws rank `rank` of `world_size`'s
- * shards (seed 001 2c) instead of base's: its batches are those of a
- * sampler created with that rank and world_size.  Data-parallel training
+ * shards (seed i of a split is rank i % world_size's) instead of base's:
+ * its batches are those of a sampler created with that rank and
+ * world_size.  Data-parallel training
  * uses one per rank (and per micro-batch of gradient accumulation). */
 HwSampler *hw_sampler_clone_rank(const HwSampler *base, int rank, int world_size, HwError *err);
 

@@ -1,6 +1,6 @@
 /*
  * snapshot.h: the compact, read-only form of a source schema that the
- * sampler walks (ARCHITECTURE.md 1.2).  Plain C, no PostgreSQL.
+ * sampler walks (docs/catalog.md).  Plain C, no PostgreSQL.
  *
  * Index spaces
  *   table index   0..ntables-1

@@ -235,6 +235,17 @@ hw_pool_wait(HwThreadPool *p, double timeout_s)
 	return done;
 }
 
+bool
+hw_pool_pending(HwThreadPool *p)
+{
+	bool pending;
+
+	pthread_mutex_lock(&p->mu);
+	pending = p->outstanding;
+	pthread_mutex_unlock(&p->mu);
+	return pending;
+}
+
 void
 hw_pool_wake(HwThreadPool *p)
 {

@@ -1,9 +1,9 @@
 /*
  * thread_pool.h: the core's worker threads.  A fixed set of workers that
  * run one job at a time for one driving caller: the sampler's sequence
- * builders (sampler.c) and the prefetch producer (prefetch.c) use it, and
- * its pinned jobs and timed, wakeable wait fit the data-parallel rank
- * threads (dp_threads.c) as well.
+ * builders (sampler.c), the prefetch producer (prefetch.c) and the
+ * data-parallel rank threads (dp_threads.c, pinned jobs and the timed,
+ * wakeable wait) use it.
  *
  * A job is fn(arg, item, worker) for item = 0 .. nitems-1:
  *   HW_POOL_SHARED  items are handed out one at a time (an atomic counter)
@@ -63,6 +63,11 @@ int hw_pool_post(HwThreadPool *p, HwPoolSchedule sched, HwPoolFn fn, void *arg, 
  * when no job is outstanding).  false: still running -- the time ran out or
  * hw_pool_wake was called. */
 bool hw_pool_wait(HwThreadPool *p, double timeout_s);
+
+/* Whether a posted job is not collected yet (running, or done and not
+ * waited for): what hw_pool_post would refuse.  For the driving caller,
+ * to keep a job's inputs untouched until it is collected. */
+bool hw_pool_pending(HwThreadPool *p);
 
 /* Makes a caller blocked in hw_pool_wait return now (false unless the job
  * is done): for an event the caller must react to before the job ends,

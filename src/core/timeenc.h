@@ -1,5 +1,5 @@
 /*
- * timeenc.h: the 15-dim timestamp encoding of MODEL.md section 1.
+ * timeenc.h: the 15-dim encoding of a timestamp cell.
  *
  * out[0..13] are 7 (sin, cos) pairs of the phase 2*pi*x for
  *   x = second-of-minute / 60      (fractional seconds included)

@@ -2,7 +2,7 @@
  * test_backend_checks.c: the backend-facing checks of the model, on the CPU:
  *
  *   - the CUDA backend's shape rule (cuda/hw_cuda_limits.h, plain C: the
- *     same function backend_cuda.cu's check_shapes entry calls);
+ *     same function backend_cuda_ops.cu's check_shapes entry calls);
  *   - hw_model_create asks the backend's check_shapes before allocating, so
  *     a model the backend cannot run (CUDA: head size outside 16/32/64/128)
  *     fails up front with the backend's reason, on creation and on resume;

@@ -250,6 +250,21 @@ UNIT_TEST(dp_threads_two_ranks_equal_accumulation)
 		hw_batch_free(mb[0]);
 		hw_batch_free(mb[1]);
 	}
+	/* a failing rank: the step ends with its own error (the root cause),
+	 * not the bystander's "cancelled"; nothing reaches the optimiser */
+	{
+		HwBatch     *mb[W] = {micro_batch(0, 0), NULL};
+		HwStepResult res;
+		int          rc = -1;
+		uint64_t     ck_fail = 0;
+
+		CHECK(hw_dp_threads_post(t, mb, false, &err) == HW_OK);
+		while (!hw_dp_threads_wait(t, 5.0, &res, &rc, &ck_fail, &err))
+			;
+		CHECK_EQ_INT(rc, HW_ERR_INVALID);
+		CHECK_MSG(strstr(err.msg, "micro-batch 0 of rank 1 is missing"), "%s", err.msg);
+		hw_batch_free(mb[0]);
+	}
 	hw_dp_threads_stop(t, NULL);
 	float lref[NSTEPS];
 

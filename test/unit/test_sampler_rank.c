@@ -1,7 +1,8 @@
 /*
  * test_sampler_rank.c: hw_sampler_clone_rank, the sampler of another rank's
- * shards that data-parallel training uses (one per virtual rank, seed 001
- * 2c), on the random shop snapshot of synth_snapshot.h.
+ * shards that data-parallel training uses (one per virtual rank: seed i
+ * of a split belongs to rank i % world_size), on the random shop snapshot
+ * of synth_snapshot.h.
  */
 #include "unit.h"
 #include "sampler.h"

@@ -10,7 +10,7 @@
 #   3. the whole library: every cuda/*.cu (runtime and cuBLAS shimmed: one
 #      simulated device whose memory is host memory, synchronous streams,
 #      cublasGemmEx done on the host with cuBLAS's column-major contract and
-#      bf16 rounding) linked into test/gpu/test_cuda_backend.c, run with
+#      bf16 rounding) linked into the CUDA backend tests (test/gpu/*.c), run with
 #      HW_GPU_TEST_QUICK=1 (no 300-step run, no NCCL), plus the fault
 #      injection tests (sim_inject.cc: a CUDA error or a C++ exception
 #      injected into the runtime shim, to check how the backend reports it).
@@ -62,7 +62,7 @@ $CXX -I"$sim/shim" -I"$sim" -I"$root/cuda" "${inc[@]}" "$sim/sim_kernels.cc" "${
 fi
 
 if [[ " $parts " == *" 3 "* ]]; then
-echo "== host simulation 3: headwater_cuda (all of cuda/) under test/gpu/test_cuda_backend.c"
+echo "== host simulation 3: headwater_cuda (all of cuda/) under the CUDA backend tests (test/gpu)"
 aobjs=()
 for f in "$root"/cuda/*.cu; do
 	b=$(basename "$f" .cu)
@@ -76,9 +76,14 @@ for c in "$root"/src/core/*.c; do
 	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$c" -o "$out/core_$b.o"
 	cobjs+=("$out/core_$b.o")
 done
-gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -I"$root/cuda" -c "$root/test/gpu/test_cuda_backend.c" -o "$out/test_cuda_backend.o"
+tobjs=()
+for c in "$root"/test/gpu/*.c; do
+	b=$(basename "$c" .c)
+	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -I"$root/cuda" -c "$c" -o "$out/gpu_$b.o"
+	tobjs+=("$out/gpu_$b.o")
+done
 $CXX -I"$sim/shim" -I"$sim" -c "$sim/sim_inject.cc" -o "$out/sim_inject.o"
-$CXX "$out/test_cuda_backend.o" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" \
+$CXX "${tobjs[@]}" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" "$out/synth_batch.o" \
 	-o "$out/test_cuda_backend_sim" -lopenblas -lm
 HW_GPU_TEST_QUICK=1 stdbuf -oL "$out/test_cuda_backend_sim" || rc=1
 fi
