@@ -2,12 +2,12 @@
  * batch_sql.c: rt_sample_batches: the sampler's batches made visible in SQL
  * (headwater.batch / batch_tensor; read back by batch_read.c).
  *
- * A stored batch holds the 20 seed-000 tensors plus two of its own for
+ * A stored batch holds the 20 tensors of batch.h plus two of its own for
  * inspection: _row_global [B,R] uint32 (global snapshot row of each
  * sequence-local row, 0xffffffff for a virtual task-table row or none) and
  * _row_vseed [B,R] uint32 (task seed index shown by a virtual row, else
  * 0xffffffff).  Tensors are stored little-endian, row-major, in the dtypes
- * of seed 001 section 3b.
+ * of batch.h.
  *
  * Bounds: the batches are for looking at, and live in the extension's own
  * tables, so one call may write at most HW_SAMPLE_MAX_N batches and

@@ -149,7 +149,7 @@ release_resources(TrainResources *r)
  * parameters, moments, step and RNG, also when resuming); one collective;
  * one thread per rank (dp_threads.h: they never call PostgreSQL); one
  * sampler clone and prefetch queue per virtual rank v = r * A + a, drawing
- * shard v of V = W * A (seed 001 2c), so 1 rank with grad_accum A trains
+ * shard v of V = W * A (seed i belongs to shard i % V), so 1 rank with grad_accum A trains
  * on the batches W = A ranks would.  The base sampler (rank 0 of 1) stays
  * for validation.
  */

@@ -144,7 +144,7 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 				 errmsg("rt_train options must be a JSON object"),
 				 errhint("For example: options => '{\"checkpoint_every\": 100}'")));
 
-	/* the small preset unless asked otherwise (MODEL.md section 7) */
+	/* the small preset unless asked otherwise (docs/model.md, presets) */
 	preset = strcmp(preset, "auto") == 0 ? "small" : preset;
 	/*
 	 * The defaults are the table's (settings.c).  A parameter average by
