@@ -14,7 +14,7 @@ PG_CONFIG  ?= pg_config
 
 CORE_SRCS    = $(sort $(wildcard src/core/*.c))
 BACKEND_SRCS = $(sort $(wildcard src/backend/*.c))
-PGLAYER_SRCS = $(sort $(wildcard src/pg/*.c))
+PGLAYER_SRCS = $(sort $(wildcard src/pg/*.c src/pg/*/*.c))
 OBJS = $(CORE_SRCS:.c=.o) $(BACKEND_SRCS:.c=.o) $(PGLAYER_SRCS:.c=.o)
 
 # pg_regress suites: inputs in sql/, outputs in expected/ (contrib convention)
@@ -28,7 +28,7 @@ WARN        = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializer
 OPENBLAS_INC ?= $(firstword $(wildcard /usr/include/*/openblas-pthread /usr/include/*/openblas-openmp /usr/include/openblas))
 # -MMD -MP: header dependencies in src/*/*.d (included below), so a changed
 # struct in a header rebuilds every object that uses it
-PG_CFLAGS   = -MMD -MP -std=gnu11 -fopenmp -O2 $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Isrc/pg
+PG_CFLAGS   = -MMD -MP -std=gnu11 -fopenmp -O2 $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc
 SHLIB_LINK  = -fopenmp -lopenblas -lm -ldl -lpthread
 
 # ---- CUDA backend: a separate library, dlopen'ed by the training worker only.
@@ -46,7 +46,7 @@ CUDA_SRCS = $(sort $(wildcard cuda/*.cu))
 CUDA_OBJS = $(CUDA_SRCS:.cu=.o)
 NVCC_GENCODE = $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -Wall -Isrc/core $(NVCC_GENCODE)
+NVCC_FLAGS = -O3 -std=c++17 -Xcompiler -fPIC -Xcompiler -Wall -Isrc $(NVCC_GENCODE)
 
 # no LLVM bitcode: the core is plain C with OpenMP and is not JIT-inlined
 override with_llvm = no
@@ -81,7 +81,7 @@ EXTRA_CLEAN = $(OBJS:.o=.d) headwater_cuda$(DLSUFFIX) $(CUDA_OBJS) test/unit/run
 # ---- unit tests and benchmarks: src/core + src/backend without the server
 # Test fixtures (synthetic batches) are linked into the unit tests and the
 # benchmarks, never into headwater.so.
-HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc/core -Itest/unit -Itest/fixtures
+HOST_CFLAGS = -std=gnu11 -O2 -g -fopenmp $(WARN) $(if $(OPENBLAS_INC),-I$(OPENBLAS_INC)) -Isrc -Itest/unit -Itest/fixtures
 HOST_LIBS   = -fopenmp -lopenblas -lm -lpthread -ldl
 UNIT_SRCS   = $(sort $(wildcard test/unit/*.c))
 FIXTURE_SRCS = $(sort $(wildcard test/fixtures/*.c))

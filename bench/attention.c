@@ -16,7 +16,7 @@
  * q.k and p*v; 8*dh backward: recomputed q.k, dout.v, dq, dk, dv).  The dense
  * O(S^2) reference is timed once per preset on one batch element, FULL mask.
  */
-#include "attention.h"
+#include "core/attention.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
  * and prints ms/step, tokens/s and whether both ended bit-identical
  * (they must).  T defaults to the online CPUs.
  */
-#include "dp_step.h"
-#include "dp_threads.h"
+#include "core/dp_step.h"
+#include "core/dp_threads.h"
 #include "synth_batch.h"
 
 #include <stdio.h>

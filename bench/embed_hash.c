@@ -5,7 +5,7 @@
  *
  *   make bench && bench/bin/embed_hash [n_strings]
  */
-#include "embed_hash.h"
+#include "core/embed_hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

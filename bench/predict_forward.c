@@ -14,10 +14,10 @@
  * GFLOP/s (flop counted from the shapes of the calls) as a share of the
  * peak.  Sampling and SQL are not included (bench/serving.sh measures those).
  */
-#include "backend.h"
-#include "model.h"
+#include "core/backend.h"
+#include "core/model.h"
 #include "synth_batch.h"
-#include "tape.h"
+#include "core/tape.h"
 #include "sgemm_peak.h"
 
 #include <cblas.h>

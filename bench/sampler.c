@@ -18,7 +18,7 @@
  * first targetable column of the largest table.
  */
 #include "../test/unit/synth_snapshot.c"
-#include "sampler.h"
+#include "core/sampler.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * how many visible child-table rows it shows.  S = 128, 256, 1024; B = 64,
  * child width 16, R <= 200.  Snapshot files: bench/sampler.sh.
  */
-#include "sampler.h"
+#include "core/sampler.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,11 +18,11 @@
  * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
  * figures (the benchmark itself does not touch the environment).
  */
-#include "attention.h"
-#include "backend.h"
-#include "model.h"
+#include "core/attention.h"
+#include "core/backend.h"
+#include "core/model.h"
 #include "synth_batch.h"
-#include "tape.h"
+#include "core/tape.h"
 #include "sgemm_peak.h"
 
 #include <cblas.h>

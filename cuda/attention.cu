@@ -34,7 +34,7 @@
 #include <string.h>
 
 extern "C" {
-#include "attention.h"
+#include "core/attention.h"
 }
 
 #define TILE HW_CUDA_ATTN_TILE

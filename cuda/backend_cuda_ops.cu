@@ -7,7 +7,7 @@
  * a C++ exception into the backend's kept error.
  */
 #include "backend_cuda_internal.h"
-#include "attention_check.h"
+#include "core/attention_check.h"
 #include "hw_cuda_limits.h"
 #include <math.h>
 #include <stddef.h>

@@ -27,7 +27,7 @@
  */
 #include "hw_cuda.h"
 #include "hw_cuda_api.h"
-#include "collective.h"
+#include "core/collective.h"
 
 #include <atomic>
 #include <mutex>

@@ -27,9 +27,9 @@
 #include <stddef.h>
 
 extern "C" {
-#include "hw_common.h"
-#include "attention.h"
-#include "backend.h"
+#include "core/hw_common.h"
+#include "core/attention.h"
+#include "core/backend.h"
 }
 
 /* headwater_cuda.so links none of src/core: it has its own error setter with

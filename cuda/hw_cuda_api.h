@@ -10,8 +10,8 @@
 #ifndef HW_CUDA_API_H
 #define HW_CUDA_API_H
 
-#include "hw_common.h"
-#include "backend.h"
+#include "core/hw_common.h"
+#include "core/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -29,10 +29,10 @@
  *   not counted: encoder, heads, norms, elementwise ops, Muon's
  *            Newton-Schulz GEMMs (optimiser work, not model FLOPs).
  */
-#include "hw_common.h"
-#include "backend.h"
-#include "attention.h"
-#include "model.h"
+#include "core/hw_common.h"
+#include "core/backend.h"
+#include "core/attention.h"
+#include "core/model.h"
 #include "synth_batch.h"
 #include "hw_cuda_api.h"
 

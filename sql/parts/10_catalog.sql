@@ -1,12 +1,11 @@
 -- ---------------------------------------------------------------------------
 -- 10_catalog.sql: the relational catalog (rt_create_model and friends) and
--- the persisted snapshot.  Owner: catalog engineer (src/pg/catalog*.c,
--- src/pg/snapshot_store.c, src/pg/describe.c).
+-- the persisted snapshot (code: src/pg/catalog/).
 --
 -- The tables hold user state (models and their derived snapshot): they are
 -- dumped with the extension, and PUBLIC cannot touch them.  The C entry points
 -- read the SOURCE tables as the calling role and write these tables as the
--- extension owner (see src/pg/catalog_priv.h).
+-- extension owner (see src/pg/catalog/catalog_priv.h).
 -- ---------------------------------------------------------------------------
 
 CREATE TABLE headwater.model (

@@ -1,5 +1,5 @@
 -- ---------------------------------------------------------------------------
--- 12_access.sql: who may predict with a model (owner: src/pg/access.c;
+-- 12_access.sql: who may predict with a model (code: src/pg/base/access.c;
 -- docs/security.md).  The model's owner role (and its members) may do
 -- everything with it; other roles predict only when granted here, and also
 -- need SELECT on the task's anchor table.  grantee 0 = PUBLIC.

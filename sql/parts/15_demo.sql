@@ -1,7 +1,6 @@
 -- ---------------------------------------------------------------------------
 -- 15_demo.sql: rt_demo_shop(), the synthetic shop database with planted
--- signal (docs/demo_database.md documents every rule).  Owner: catalog
--- engineer.
+-- signal (docs/demo_database.md documents every rule).
 --
 -- Randomness: every draw is headwater.demo_u(seed, key, salt), a hash of the
 -- row's key, so the data depend only on (scale, seed), never on plan or

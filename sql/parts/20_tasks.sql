@@ -1,7 +1,7 @@
 -- ---------------------------------------------------------------------------
 -- 20_tasks.sql: prediction tasks, their materialised seeds, and sampled
--- batches for inspection.  Owner: sampler engineer (src/pg/task.c,
--- src/pg/batch_sql.c, src/core/task.c, src/core/sampler.c).
+-- batches for inspection (code: src/pg/task/, src/core/task.c,
+-- src/core/sampler*.c).
 --
 -- headwater.task and headwater.task_seed are user state (dumped with the
 -- extension); PUBLIC cannot touch them.  The C entry points run the task

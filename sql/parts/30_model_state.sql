@@ -1,6 +1,6 @@
 -- ---------------------------------------------------------------------------
 -- 30_model_state.sql: model inspection and the autograd-tape debug dump.
--- Owner: model engineer (src/pg/model_store.c, src/core/model*.c).
+-- Code: src/pg/serve/model_store.c, src/core/model*.c.
 --
 -- The training state (parameters, optimiser moments, step, RNG, config) is
 -- one versioned, checksummed blob (src/core/model_state.c) stored in chunks

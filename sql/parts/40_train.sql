@@ -1,6 +1,5 @@
 -- ---------------------------------------------------------------------------
--- Training jobs, training log, checkpoints (owner: src/pg/train_job.c,
--- src/pg/train_worker.c).  User state: dumped with the extension.
+-- Training jobs, training log, checkpoints (code: src/pg/train/).  User state: dumped with the extension.
 -- ---------------------------------------------------------------------------
 CREATE TABLE headwater.job (
     job_id        bigserial PRIMARY KEY,

@@ -1,7 +1,7 @@
 -- ---------------------------------------------------------------------------
--- Prediction and evaluation (owner: src/pg/predict.c, evaluate.c, serving.c)
+-- Prediction and evaluation (code: src/pg/serve/)
 -- A task is named 'model.task' (split at the last dot), or by its bare name
--- when one of the caller's own models has it (src/pg/task_ref.c): another
+-- when one of the caller's own models has it (src/pg/task/task_ref.c): another
 -- role's task is always named with its model.
 -- A row is named by its primary key: the value for a one-column key, ROW(...)
 -- or an array for a composite key (columns in primary key order).
@@ -14,7 +14,7 @@
 -- best checkpoint.
 -- context (rt_predict, _label, _proba): labels the caller knows and the task
 -- does not, '[{"obs_time": "...", "label": ...}, ...]', each observed before
--- obs_time; they join the row's label history (src/pg/predict_context.c).
+-- obs_time; they join the row's label history (src/pg/serve/predict_context.c).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION rt_predict(task text, row_id anyelement, obs_time timestamptz DEFAULT NULL,
                            checkpoint bigint DEFAULT NULL, context jsonb DEFAULT NULL,

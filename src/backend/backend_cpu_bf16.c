@@ -20,7 +20,7 @@
  * = 0, 1, ... in order, then the store.  So a row gets the same bits alone
  * and inside any batch (the serving forward's batch = single guarantee).
  */
-#include "backend_cpu_internal.h"
+#include "backend/backend_cpu_internal.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * code here relies on floating-point traps */
 #pragma GCC optimize("no-trapping-math")
 
-#include "backend_cpu_internal.h"
+#include "backend/backend_cpu_internal.h"
 
 #include <cblas.h>
 #include <math.h>

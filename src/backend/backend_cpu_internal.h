@@ -6,8 +6,8 @@
 #ifndef HW_BACKEND_CPU_INTERNAL_H
 #define HW_BACKEND_CPU_INTERNAL_H
 
-#include "backend.h"
-#include "attention.h"
+#include "core/backend.h"
+#include "core/attention.h"
 
 #define RCH 256                    /* rows per reduction chunk */
 #define KCH 4096                   /* K per chunk of a split-K GEMM */

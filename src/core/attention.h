@@ -25,7 +25,7 @@
 #ifndef HW_ATTENTION_H
 #define HW_ATTENTION_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 typedef enum HwMaskKind
 {

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw_common.h"
-#include "attention.h"
+#include "core/hw_common.h"
+#include "core/attention.h"
 
 /* Longest S a plan accepts (perm and seq_row_ids are uint16). */
 #define HW_ATTN_MAX_S 65536

@@ -5,7 +5,7 @@
 #ifndef HW_ATTENTION_INTERNAL_H
 #define HW_ATTENTION_INTERNAL_H
 
-#include "attention.h"
+#include "core/attention.h"
 
 /* tile edge in positions: one 16-bit mask word per query row, one vector of keys */
 #define T HW_ATTN_TILE

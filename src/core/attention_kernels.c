@@ -14,7 +14,7 @@
  * dh-float copy into a libc memmove call (a tenth of the forward's time) */
 #pragma GCC optimize("no-tree-loop-distribute-patterns")
 
-#include "attention_internal.h"
+#include "core/attention_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -15,8 +15,8 @@
  * exact, so correctness never depends on the permutation; a good one only
  * makes fewer tiles.
  */
-#include "attention_internal.h"
-#include "attention_check.h"
+#include "core/attention_internal.h"
+#include "core/attention_check.h"
 
 #include <stdlib.h>
 #include <string.h>

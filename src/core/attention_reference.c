@@ -3,7 +3,7 @@
  * head) with double accumulation: the test oracle of the block-sparse
  * kernels (CPU and CUDA), written from the mask rule alone.
  */
-#include "attention.h"
+#include "core/attention.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -28,8 +28,8 @@
 #ifndef HW_BACKEND_H
 #define HW_BACKEND_H
 
-#include "hw_common.h"
-#include "attention.h"
+#include "core/hw_common.h"
+#include "core/attention.h"
 
 typedef struct HwBackend HwBackend;
 

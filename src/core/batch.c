@@ -1,7 +1,7 @@
 /*
  * batch.c: allocation and generic tensor views of a TrainingBatch.
  */
-#include "batch.h"
+#include "core/batch.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -59,7 +59,7 @@
 #ifndef HW_BATCH_H
 #define HW_BATCH_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #define HW_TS_DIM 15
 #define HW_CHILD_LINKS   6      /* child FKs per row whose counts a cell carries */

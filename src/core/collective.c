@@ -12,7 +12,7 @@
  * posts for call k+1 after passing call k's second barrier, so no post
  * overwrites a pointer still being read.
  */
-#include "collective.h"
+#include "core/collective.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 typedef struct HwCollective HwCollective;
 

@@ -2,7 +2,7 @@
  * dp_step.c: data-parallel step, accumulation and parameter checks
  * (contract and arithmetic in dp_step.h).
  */
-#include "dp_step.h"
+#include "core/dp_step.h"
 
 #include <time.h>
 

@@ -33,8 +33,8 @@
 #ifndef HW_DP_STEP_H
 #define HW_DP_STEP_H
 
-#include "collective.h"
-#include "model.h"
+#include "core/collective.h"
+#include "core/model.h"
 
 typedef struct HwDpRank HwDpRank;
 

@@ -7,12 +7,12 @@
  * Each rank leaves its outcome in its slot; the caller reads the slots only
  * after hw_pool_wait collected the job.
  */
-#include "dp_threads.h"
+#include "core/dp_threads.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "thread_pool.h"
+#include "core/thread_pool.h"
 
 /* One rank's outcome of the last step (written by its worker only). */
 typedef struct RankSlot

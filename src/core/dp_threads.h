@@ -26,7 +26,7 @@
 
 #include <stdbool.h>
 
-#include "dp_step.h"
+#include "core/dp_step.h"
 
 typedef struct HwDpThreads HwDpThreads;
 

@@ -6,7 +6,7 @@
  * identifiers ("order_id", "orders") land near each other.  The sign bit
  * keeps the expected inner product of unrelated texts at zero.
  */
-#include "embed_hash.h"
+#include "core/embed_hash.h"
 
 #include <math.h>
 #include <stdlib.h>

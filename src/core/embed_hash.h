@@ -13,7 +13,7 @@
 #ifndef HW_EMBED_HASH_H
 #define HW_EMBED_HASH_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #define HW_EMBED_MAX_BYTES 2048		/* bytes of text read per string */
 #define HW_EMBED_DEFAULT_DIM 256

@@ -1,7 +1,7 @@
 /*
  * eta.c: the training ETA (eta.h).
  */
-#include "eta.h"
+#include "core/eta.h"
 
 void
 hw_eta_init(HwEta *e)

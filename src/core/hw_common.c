@@ -1,7 +1,7 @@
 /*
  * hw_common.c: semantic type names, the error record, f16 conversion.
  */
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #include <stdarg.h>
 #include <stdio.h>

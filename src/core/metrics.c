@@ -2,7 +2,7 @@
  * metrics.c: AUROC, average precision, accuracy, F1, log loss, macro-F1,
  * MAE, RMSE, R^2.  Sorting-based where needed (O(n log n)).
  */
-#include "metrics.h"
+#include "core/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>

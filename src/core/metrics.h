@@ -6,7 +6,7 @@
 #ifndef HW_METRICS_H
 #define HW_METRICS_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 /* Boolean task: y[n] in {0,1}, p[n] predicted probability of 1. */
 typedef struct HwBinaryMetrics

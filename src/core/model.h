@@ -116,9 +116,9 @@
 #ifndef HW_MODEL_H
 #define HW_MODEL_H
 
-#include "hw_common.h"
-#include "batch.h"
-#include "backend.h"
+#include "core/hw_common.h"
+#include "core/batch.h"
+#include "core/backend.h"
 
 typedef struct HwModelConfig
 {

@@ -3,7 +3,7 @@
  * named tensors, and the backend's errors as the cause of a failure.
  */
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * side features, and builds the attention plans of its sublayers.
  */
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

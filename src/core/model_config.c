@@ -2,8 +2,8 @@
  * model_config.c: model settings: presets, named settings, defaults and checks (model.h).
  */
 
-#include "model_internal.h"
-#include "settings.h"
+#include "core/model_internal.h"
+#include "core/settings.h"
 
 #include <math.h>
 #include <string.h>

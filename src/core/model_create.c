@@ -3,8 +3,8 @@
  * the frozen tables, the activation arena and its layout.
  */
 
-#include "model_internal.h"
-#include "optim.h"
+#include "core/model_internal.h"
+#include "core/optim.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * decoding of a batch's head outputs (sigmoid, softmax, ordinal median).
  */
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * evaluate, adopting or dropping it to predict.
  */
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 float
 hw_ema_weight(float ema_decay, int64_t t)

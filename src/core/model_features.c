@@ -3,7 +3,7 @@
  * child-count features and count ramps (model.h gives their layout).
  */
 
-#include "model.h"
+#include "core/model.h"
 
 #include <math.h>
 #include <string.h>

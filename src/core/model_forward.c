@@ -3,9 +3,9 @@
  * backward, the optimiser step with the parameter average, and eval.
  */
 
-#include "model_internal.h"
-#include "model_ops.h"
-#include "optim.h"
+#include "core/model_internal.h"
+#include "core/model_ops.h"
+#include "core/optim.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
  * sequence's predictions are bit-identical alone or in any batch, in either
  * precision (test_model_infer.c checks it).
  */
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <stdbool.h>
 

@@ -29,10 +29,10 @@
 #ifndef HW_MODEL_INTERNAL_H
 #define HW_MODEL_INTERNAL_H
 
-#include "model.h"
-#include "tape.h"
-#include "timeenc.h"
-#include "tensor.h"
+#include "core/model.h"
+#include "core/tape.h"
+#include "core/timeenc.h"
+#include "core/tensor.h"
 
 /* attention sublayers of a layer: outbound, inbound, column, and (cfg.full_attention) full */
 #define MAX_SUB 4

@@ -2,7 +2,7 @@
  * model_ops.c: the taped ops of the training forward: each runs its forward through
  * the backend now (timed) and records its backward on the tape.
  */
-#include "model_ops.h"
+#include "core/model_ops.h"
 
 void
 model_rec(HwModel *m, const char *op, const char *label, const char *inputs, int64_t d0, int64_t d1,

@@ -6,7 +6,7 @@
 #ifndef HW_MODEL_OPS_H
 #define HW_MODEL_OPS_H
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 /* linear: Y[M,Nout] (ldy) = X[M,K] (ldx) @ W[Nout,K]^T (+ b); backward:
  * dX (dx_beta: 0 overwrite / 1 accumulate; NULL = none), dW (dw_beta), db (+=). */

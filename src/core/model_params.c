@@ -3,7 +3,7 @@
  * tensor, in one flat layout) and the initial values.
  */
 
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * packed once by the backend (backend.h bf16_weight_pack) and read by
  * model_infer.c's GEMMs.  The encoder, attention, norms and heads stay fp32.
  */
-#include "model_internal.h"
+#include "core/model_internal.h"
 
 #include <stdlib.h>
 

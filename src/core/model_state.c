@@ -23,7 +23,7 @@
  * from version 10: f32 head_weight_decay (older: weight_decay, as they trained).
  * A new field means a new version; readers reject versions they do not know.
  */
-#include "model.h"
+#include "core/model.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * name_rules.c: column-name rules of type inference (see name_rules.h).
  */
-#include "name_rules.h"
+#include "core/name_rules.h"
 
 #include <string.h>
 

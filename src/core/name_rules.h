@@ -1,7 +1,7 @@
 /*
  * name_rules.h: the column-name rules of type inference (docs/catalog.md,
  * "Typing" and "Time column").  Pure C, no PostgreSQL: the catalog
- * (src/pg/catalog_build.c) calls them, test/unit/test_name_rules.c tests them.
+ * (src/pg/catalog/catalog_build.c) calls them, test/unit/test_name_rules.c tests them.
  *
  * Names are compared in a normalized form: lower case, words separated by
  * one '_' (CamelCase and the characters ' ', '-', '.' split words too), so

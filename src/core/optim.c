@@ -5,7 +5,7 @@
  * order (backend sumsq) and then over parameters in table order in double;
  * every update is elementwise or a backend GEMM (itself deterministic).
  */
-#include "optim.h"
+#include "core/optim.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
 #ifndef HW_OPTIM_H
 #define HW_OPTIM_H
 
-#include "model.h"
+#include "core/model.h"
 
 /* Muon scratch sizes in floats for the largest matrix of the table. */
 int64_t hw_muon_work_floats(const HwParamInfo *p, int np);

@@ -5,8 +5,8 @@
  * The producer is the one job of a one-worker thread pool (thread_pool.h:
  * started with signals blocked, joined on stop).
  */
-#include "prefetch.h"
-#include "thread_pool.h"
+#include "core/prefetch.h"
+#include "core/thread_pool.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
 #ifndef HW_PREFETCH_H
 #define HW_PREFETCH_H
 
-#include "sampler.h"
+#include "core/sampler.h"
 
 typedef struct HwPrefetch HwPrefetch;
 

@@ -9,7 +9,7 @@
  * (sampler_collate.c).  The workers block between batches instead of
  * spinning, so the sampler coexists with the trainer's OpenMP team.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <unistd.h>
 

@@ -138,10 +138,10 @@
 #ifndef HW_SAMPLER_H
 #define HW_SAMPLER_H
 
-#include "hw_common.h"
-#include "snapshot.h"
-#include "batch.h"
-#include "task.h"
+#include "core/hw_common.h"
+#include "core/snapshot.h"
+#include "core/batch.h"
+#include "core/task.h"
 
 /* HwSamplerConfig.child_sampling */
 typedef enum HwChildSampling

@@ -12,7 +12,7 @@
  * (sampler_cache.c) keeps a row's cells in one record; the next rows'
  * records and edges are prefetched while the current row is emitted.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <math.h>
 

@@ -7,7 +7,7 @@
  * these turn scattered columnar reads into one record and one sequential
  * array per row.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <stdio.h>
 

@@ -4,8 +4,8 @@
  * target) -- and the timestamp encoding through lookup tables (sampler.h,
  * "Tensors").
  */
-#include "sampler_internal.h"
-#include "timeenc.h"
+#include "core/sampler_internal.h"
+#include "core/timeenc.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
  * whole batch (fk_adj of R = the most rows of any sequence; text
  * embeddings deduplicated batch-wide) -- and cell dropout (sampler.h).
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <stdatomic.h>
 

@@ -3,8 +3,8 @@
  * enums, the validation of HwSamplerConfig -- and the accessors of a
  * sampler (sampler.h).
  */
-#include "sampler_internal.h"
-#include "settings.h"
+#include "core/sampler_internal.h"
+#include "core/settings.h"
 
 void
 hw_sampler_config_default(HwSamplerConfig *cfg)

@@ -7,7 +7,7 @@
  * (up to a read budget) whatever the child width: attention averages, so a
  * row's count of children is otherwise hard to read from the few shown.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <stdio.h>
 

@@ -22,8 +22,8 @@
 #ifndef HW_SAMPLER_INTERNAL_H
 #define HW_SAMPLER_INTERNAL_H
 
-#include "sampler.h"
-#include "thread_pool.h"
+#include "core/sampler.h"
+#include "core/thread_pool.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * by reverse Cuthill-McKee over the row graph, so rows that attend to each
  * other sit close together.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 /* Insertion sort of a[0..n) by (deg, row id): a BFS level's new rows are
  * few, and the order must be exactly the one sampler.h specifies. */

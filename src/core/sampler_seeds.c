@@ -5,7 +5,7 @@
  * batch; ad-hoc anchors, observation times and context labels of a
  * prediction batch.  Each becomes a SeqSpec with its own RNG key.
  */
-#include "sampler_internal.h"
+#include "core/sampler_internal.h"
 
 #include <math.h>
 

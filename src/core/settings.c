@@ -7,7 +7,7 @@
  * schedule's computed steps) are set by hw_settings_defaults and described
  * by the row's dflt_text.
  */
-#include "settings.h"
+#include "core/settings.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,9 +8,9 @@
  * checkpoint stores it, whether rt_sample_batches takes it too, and the one
  * line that describes it.  Everything else reads the table: rt_train's
  * options, their hints and the merge of a resumed run
- * (src/pg/train_options.c), rt_sample_batches's sampler options
- * (src/pg/batch_sql.c), the config each checkpoint stores, written and read
- * as one jsonb (src/pg/settings_json.c, checkpoint.c), rt_settings() and
+ * (src/pg/train/train_options.c), rt_sample_batches's sampler options
+ * (src/pg/task/batch_sql.c), the config each checkpoint stores, written and read
+ * as one jsonb (src/pg/base/settings_json.c, src/pg/train/checkpoint.c), rt_settings() and
  * the option table of docs/user_guide.md (checked against the table by
  * test/unit/test_settings.c).
  *
@@ -22,9 +22,9 @@
 #ifndef HW_SETTINGS_H
 #define HW_SETTINGS_H
 
-#include "hw_common.h"
-#include "model.h"
-#include "sampler.h"
+#include "core/hw_common.h"
+#include "core/model.h"
+#include "core/sampler.h"
 
 typedef enum HwSettingType
 {

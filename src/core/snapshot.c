@@ -12,8 +12,8 @@
  *   Every array is preceded by nothing but its implied length, so a reader
  *   validates lengths against the remaining bytes before copying.
  */
-#include "snapshot.h"
-#include "snapshot_build.h"
+#include "core/snapshot.h"
+#include "core/snapshot_build.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,7 +21,7 @@
 #ifndef HW_SNAPSHOT_H
 #define HW_SNAPSHOT_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #define HW_SNAPSHOT_FORMAT_VERSION 1
 

@@ -6,7 +6,7 @@
 #ifndef HW_SNAPSHOT_BUILD_H
 #define HW_SNAPSHOT_BUILD_H
 
-#include "snapshot.h"
+#include "core/snapshot.h"
 
 /* Fills tb->key_order from tb->key_hash (malloc'd [nrows] by the caller);
  * no-op when key_hash is NULL.  Not thread-safe. */

@@ -2,7 +2,7 @@
  * snapshot_keys.c: foreign keys resolved to edges by key hash (see
  * snapshot_keys.h).
  */
-#include "snapshot_keys.h"
+#include "core/snapshot_keys.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 /* hash -> first row with that hash (open addressing, size a power of two at
  * least twice the rows); malloc'd arrays, free with hw_key_index_free. */

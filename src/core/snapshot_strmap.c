@@ -1,5 +1,5 @@
 /* snapshot_strmap.c: string interning (see snapshot_strmap.h). */
-#include "snapshot_strmap.h"
+#include "core/snapshot_strmap.h"
 
 #include <stdlib.h>
 #include <string.h>

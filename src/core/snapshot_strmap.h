@@ -6,7 +6,7 @@
 #ifndef HW_SNAPSHOT_STRMAP_H
 #define HW_SNAPSHOT_STRMAP_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 typedef struct HwStrMap
 {

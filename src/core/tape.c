@@ -1,7 +1,7 @@
 /*
  * tape.c: the autograd tape (see tape.h).
  */
-#include "tape.h"
+#include "core/tape.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #ifndef HW_TAPE_H
 #define HW_TAPE_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #define HW_TAPE_ARGS 256
 

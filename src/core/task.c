@@ -5,7 +5,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE             /* qsort_r */
 #endif
-#include "task.h"
+#include "core/task.h"
 
 #include <math.h>
 #include <stdlib.h>

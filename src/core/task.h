@@ -58,8 +58,8 @@
 
 #include <math.h>
 
-#include "hw_common.h"
-#include "snapshot.h"
+#include "core/hw_common.h"
+#include "core/snapshot.h"
 
 typedef enum HwTaskKind
 {
@@ -214,7 +214,7 @@ hw_task_rounds_predictions(const HwTask *task)
  * the thresholds' losses give each row a gradient as large as its
  * surprise, and their median is still what MAE rewards.  rt_create_task
  * stores "ordinal" as the loss of a numerical task that names none when
- * its train labels allow it (src/pg/task.c; docs/model.md, "Ordinal
+ * its train labels allow it (src/pg/task/task_sql.c; docs/model.md, "Ordinal
  * loss": it beat the regression on the shop's orders_30d, pagila's
  * rentals_21d and the demo's rating); a task stored without a loss
  * keeps the MAE regression. */

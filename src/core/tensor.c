@@ -1,7 +1,7 @@
 /*
  * tensor.c: arenas, the parameter table and the RNG (see tensor.h).
  */
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,9 +12,9 @@
 #ifndef HW_TENSOR_H
 #define HW_TENSOR_H
 
-#include "hw_common.h"
-#include "backend.h"
-#include "model.h"
+#include "core/hw_common.h"
+#include "core/backend.h"
+#include "core/model.h"
 
 typedef struct HwArena
 {

@@ -9,7 +9,7 @@
  * the sampler posts a job per batch and its items are sequences, so the
  * lock is taken twice per worker per job, never per item.
  */
-#include "thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -32,7 +32,7 @@
 
 #include <stdbool.h>
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 typedef struct HwThreadPool HwThreadPool;
 

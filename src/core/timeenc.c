@@ -3,7 +3,7 @@
  * Integer calendar arithmetic (no libc time zone state) so sampler threads
  * can call it freely and every machine gets the same bits.
  */
-#include "timeenc.h"
+#include "core/timeenc.h"
 
 #include <math.h>
 

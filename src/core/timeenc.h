@@ -15,7 +15,7 @@
 #ifndef HW_TIMEENC_H
 #define HW_TIMEENC_H
 
-#include "hw_common.h"
+#include "core/hw_common.h"
 
 #define HW_TIMEENC_DIM 15
 

@@ -9,14 +9,14 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
-#include "hw_serving_shared.h"
-#include "hw_serving.h"
-#include "hw_pg_task.h"
+#include "pg/serve/hw_serving_shared.h"
+#include "pg/serve/hw_serving.h"
+#include "pg/task/hw_pg_task.h"
 #include "utils/guc.h"
 
-#include "hw_common.h"
-#include "hw_train.h"
-#include "snapshot.h"
+#include "core/hw_common.h"
+#include "pg/train/hw_train.h"
+#include "core/snapshot.h"
 
 PG_MODULE_MAGIC;
 

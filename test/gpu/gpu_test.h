@@ -7,15 +7,15 @@
 #ifndef HW_GPU_TEST_H
 #define HW_GPU_TEST_H
 
-#include "hw_common.h"
-#include "backend.h"
-#include "attention.h"
-#include "model.h"
+#include "core/hw_common.h"
+#include "core/backend.h"
+#include "core/attention.h"
+#include "core/model.h"
 #include "synth_batch.h"
 #include "hw_cuda_api.h"
-#include "collective.h"
-#include "dp_step.h"
-#include "dp_threads.h"
+#include "core/collective.h"
+#include "core/dp_step.h"
+#include "core/dp_threads.h"
 #include <time.h>
 
 #include <math.h>

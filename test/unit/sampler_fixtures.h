@@ -6,8 +6,8 @@
 #ifndef HW_TEST_SAMPLER_FIXTURES_H
 #define HW_TEST_SAMPLER_FIXTURES_H
 
-#include "snapshot.h"
-#include "task.h"
+#include "core/snapshot.h"
+#include "core/task.h"
 
 /* The tiny customer/orders database (sampler_fixtures.c); caller frees. */
 HwSnapshot *tiny(void);

@@ -6,8 +6,8 @@
 #ifndef HW_TEST_SAMPLER_REF_H
 #define HW_TEST_SAMPLER_REF_H
 
-#include "batch.h"
-#include "snapshot.h"
+#include "core/batch.h"
+#include "core/snapshot.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -4,7 +4,7 @@
  * helpers (snapshot_build.h) so the CSR/key layout is the real one.
  */
 #include "synth_snapshot.h"
-#include "snapshot_build.h"
+#include "core/snapshot_build.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
 #ifndef HW_SYNTH_SNAPSHOT_H
 #define HW_SYNTH_SNAPSHOT_H
 
-#include "snapshot.h"
+#include "core/snapshot.h"
 
 HwSnapshot *synth_new(int32_t d_text);
 /* spec: "name:stype,name:stype,..." (stype names of hw_stype_name);

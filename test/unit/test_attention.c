@@ -9,9 +9,9 @@
  * and with arbitrary ones: correctness must not depend on the permutation.
  */
 #include "unit.h"
-#include "attention.h"
-#include "attention_check.h"
-#include "backend.h"
+#include "core/attention.h"
+#include "core/attention_check.h"
+#include "core/backend.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -16,7 +16,7 @@
  * last_error returns the first error and clears it).
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
 #include "../../cuda/hw_cuda_limits.h"
 

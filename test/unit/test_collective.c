@@ -7,7 +7,7 @@
  * message, and the collective stays failed.
  */
 #include "unit.h"
-#include "collective.h"
+#include "core/collective.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* test_common.c: f16 conversion, semantic type and other enum names. */
 #include "unit.h"
-#include "hw_common.h"
-#include "batch.h"
-#include "sampler.h"
-#include "task.h"
+#include "core/hw_common.h"
+#include "core/batch.h"
+#include "core/sampler.h"
+#include "core/task.h"
 
 #include <string.h>
 

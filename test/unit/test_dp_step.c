@@ -9,8 +9,8 @@
  * rank threads of dp_threads.h (what the training worker uses).
  */
 #include "unit.h"
-#include "dp_step.h"
-#include "dp_threads.h"
+#include "core/dp_step.h"
+#include "core/dp_threads.h"
 #include "synth_batch.h"
 
 #include <pthread.h>

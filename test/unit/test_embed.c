@@ -1,6 +1,6 @@
 /* test_embed.c: the built-in hashing embedder against an independent reference. */
 #include "unit.h"
-#include "embed_hash.h"
+#include "core/embed_hash.h"
 
 #include <ctype.h>
 #include <stdlib.h>

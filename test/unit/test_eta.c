@@ -3,7 +3,7 @@
  * validation, and spreads validation time over the steps.
  */
 #include "unit.h"
-#include "eta.h"
+#include "core/eta.h"
 
 UNIT_TEST(eta_smooth_and_counts_validation)
 {

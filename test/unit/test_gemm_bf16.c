@@ -15,7 +15,7 @@
  * Skipped (passes, says so) on a processor without AVX512_BF16.
  */
 #include "unit.h"
-#include "backend.h"
+#include "core/backend.h"
 
 #include <stdint.h>
 #include <stdlib.h>

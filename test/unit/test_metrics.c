@@ -1,6 +1,6 @@
 /* test_metrics.c: metrics against hand-computed cases and a naive O(n^2) AUROC. */
 #include "unit.h"
-#include "metrics.h"
+#include "core/metrics.h"
 
 #include <stdlib.h>
 

@@ -4,9 +4,9 @@
  * counts, NaN handling, predictions.
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
-#include "tensor.h"
+#include "core/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * to the average; the state round trip against the model it came from.
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
 #include "state_blob.h"
 

@@ -5,7 +5,7 @@
  * fault), and refuses training, serialization and writes.
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
 
 #include <stdlib.h>

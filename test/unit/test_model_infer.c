@@ -12,7 +12,7 @@
  *    hold within bf16, and predictions stay within 2e-2 of fp32's.
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * resume equals never stopping, NaN stops training without changing the model.
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
 #include "state_blob.h"
 

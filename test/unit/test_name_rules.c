@@ -1,6 +1,6 @@
 /* test_name_rules.c: the column-name rules of type inference (name_rules.h). */
 #include "unit.h"
-#include "name_rules.h"
+#include "core/name_rules.h"
 
 #include <string.h>
 

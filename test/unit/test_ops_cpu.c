@@ -8,8 +8,8 @@
  * float over at most a few hundred terms: |err| <= 1e-4 + 1e-3 |ref|.
  */
 #include "unit.h"
-#include "backend.h"
-#include "tensor.h"
+#include "core/backend.h"
+#include "core/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>

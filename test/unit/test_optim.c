@@ -4,8 +4,8 @@
  * decay, Muon's Newton-Schulz (both orientations), clipping, NaN/Inf refusal.
  */
 #include "unit.h"
-#include "optim.h"
-#include "tensor.h"
+#include "core/optim.h"
+#include "core/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>

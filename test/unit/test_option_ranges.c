@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "unit.h"
-#include "settings.h"
-#include "model.h"
-#include "sampler_internal.h"
+#include "core/settings.h"
+#include "core/model.h"
+#include "core/sampler_internal.h"
 
 /* A sampler config that passes, to change one field at a time. */
 static HwSamplerConfig

@@ -5,7 +5,7 @@
  */
 #include "unit.h"
 #include "synth_snapshot.h"
-#include "prefetch.h"
+#include "core/prefetch.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,10 +9,10 @@
  * counts).
  */
 #include "unit.h"
-#include "model.h"
+#include "core/model.h"
 #include "synth_batch.h"
-#include "tensor.h"
-#include "timeenc.h"
+#include "core/tensor.h"
+#include "core/timeenc.h"
 
 #include <math.h>
 #include <stdlib.h>

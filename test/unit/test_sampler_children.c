@@ -6,8 +6,8 @@
 #include "synth_snapshot.h"
 #include "sampler_ref.h"
 #include "sampler_fixtures.h"
-#include "sampler.h"
-#include "timeenc.h"
+#include "core/sampler.h"
+#include "core/timeenc.h"
 
 #include <math.h>
 #include <stdlib.h>

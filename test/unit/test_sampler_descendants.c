@@ -6,7 +6,7 @@
 #include "unit.h"
 #include "synth_snapshot.h"
 #include "sampler_ref.h"
-#include "sampler.h"
+#include "core/sampler.h"
 
 #include <math.h>
 #include <string.h>

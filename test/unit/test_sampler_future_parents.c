@@ -7,7 +7,7 @@
 #include "unit.h"
 #include "synth_snapshot.h"
 #include "sampler_ref.h"
-#include "sampler.h"
+#include "core/sampler.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * of synth_snapshot.h.
  */
 #include "unit.h"
-#include "sampler.h"
+#include "core/sampler.h"
 #include "synth_snapshot.h"
 
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "unit.h"
-#include "settings.h"
+#include "core/settings.h"
 
 static HwSettingValue
 num(double x)

@@ -1,7 +1,7 @@
 /* test_snapshot.c: snapshot builders, lookups, and (de)serialization. */
 #include "unit.h"
-#include "snapshot.h"
-#include "snapshot_build.h"
+#include "core/snapshot.h"
+#include "core/snapshot_build.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +229,7 @@ UNIT_TEST(snapshot_serialize_roundtrip)
 	snapshot_free(s);
 }
 
-#include "snapshot_strmap.h"
+#include "core/snapshot_strmap.h"
 
 UNIT_TEST(strmap_interns_distinct_strings)
 {

@@ -2,7 +2,7 @@
  * against edges written out by hand. */
 #include <string.h>
 
-#include "snapshot_keys.h"
+#include "core/snapshot_keys.h"
 #include "unit.h"
 
 static uint64_t

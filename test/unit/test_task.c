@@ -5,9 +5,9 @@
  */
 #include "unit.h"
 #include "synth_snapshot.h"
-#include "task.h"
-#include "model.h"
-#include "timeenc.h"
+#include "core/task.h"
+#include "core/model.h"
+#include "core/timeenc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * and returns early when woken.
  */
 #include "unit.h"
-#include "thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -29,9 +29,9 @@
  *    size of the move is checked (<= 1.5 steps).
  */
 #include "unit.h"
-#include "batch.h"
-#include "model.h"
-#include "backend.h"
+#include "core/batch.h"
+#include "core/model.h"
+#include "core/backend.h"
 
 #include <stdlib.h>
 #include <string.h>

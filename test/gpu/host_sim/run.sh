@@ -23,7 +23,7 @@ sim="$root/test/gpu/host_sim"
 out=$(mktemp -d /tmp/hw_host_sim.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
-inc=(-I"$root/src/core" -I"$root/test/fixtures")
+inc=(-I"$root/src" -I"$root/test/fixtures")
 
 objs=()
 for c in src/core/attention_plan src/core/attention_kernels src/core/attention_reference src/core/batch \

@@ -17,9 +17,9 @@
 #include "sim.h"
 
 extern "C" {
-#include "hw_common.h"
-#include "attention.h"
-#include "batch.h"
+#include "core/hw_common.h"
+#include "core/attention.h"
+#include "core/batch.h"
 #include "synth_batch.h"
 }
 
