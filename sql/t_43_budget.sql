@@ -49,6 +49,23 @@ SELECT count(*) AS resumed_steps,
        min(lr) >= 2.99e-4 AS above_floor
 FROM lr43 WHERE step > (SELECT (r ->> 'steps_done')::int FROM r43);
 
+-- 4. a budget is all a run needs: without steps it trains until the budget
+--    ends, its closing validation inside it, validating by time on the way
+SET client_min_messages = warning;
+CREATE TEMP TABLE r43c AS
+SELECT rt_train('m43', preset => 'tiny',
+                options => '{"restart": true, "max_minutes": 0.05, "val_batches": 1, "val_rows": 16, "seed": 43}') AS r;
+RESET client_min_messages;
+SELECT r ->> 'state' AS state, r ->> 'stopped_on' AS stopped_on,
+       (r ->> 'steps_done')::int > 1 AS trained,
+       (r ->> 'wall_s')::float BETWEEN 1.5 AND 3.0 + 1.5 AS within_budget
+FROM r43c;
+-- validations spaced by time: more than the closing one, at most 20 in all
+SELECT count(DISTINCT l.step) BETWEEN 2 AND 20 AS validated_by_time
+FROM headwater.train_log l JOIN headwater.model m USING (model_id)
+WHERE m.name = 'm43' AND l.split = 'val'
+  AND l.job_id = (SELECT (r ->> 'job_id')::bigint FROM r43c);
+
 -- 3. checked at call time
 SELECT * FROM pg_temp.err($$SELECT rt_train('m43', steps => 10, preset => 'tiny', options => '{"max_minutes": 0}')$$);
 SELECT * FROM pg_temp.err($$SELECT rt_train('m43', steps => 10, preset => 'tiny', options => '{"max_minutes": -1}')$$);

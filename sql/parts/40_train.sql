@@ -111,7 +111,7 @@ SELECT pg_catalog.pg_extension_config_dump('headwater.job_job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('headwater.checkpoint_checkpoint_id_seq', '');
 
 CREATE FUNCTION rt_train(model text,
-                         steps int DEFAULT 10000,
+                         steps int DEFAULT NULL,
                          tasks text[] DEFAULT NULL,
                          preset text DEFAULT 'auto',
                          options jsonb DEFAULT '{}',
@@ -120,7 +120,7 @@ CREATE FUNCTION rt_train(model text,
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'rt_train' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_train(text, int, text[], text, jsonb, text, bool) IS
-'train a model in a background worker; steps is the total (resumes from the last checkpoint of the current run; options => ''{"restart": true}'' starts a new run); returns final metrics, or the job id when wait => false';
+'train a model in a background worker; steps is the total (NULL: 10000, or as many as options max_minutes allows; resumes from the last checkpoint of the current run; options => ''{"restart": true}'' starts a new run); returns final metrics, or the job id when wait => false';
 
 CREATE FUNCTION rt_settings()
 RETURNS TABLE (name text, type text, value_range text, default_value text, setting_group text,

@@ -43,9 +43,9 @@ const HwSettingDef hw_settings[] = {
 	{.name = "checkpoint_every", .type = HW_SETTING_INT, .min = 1, .max = I32MAX,
 	 .dflt_text = "steps/5, within 10..500", .group = HW_GROUP_SCHEDULE, .offset = AT(checkpoint_every),
 	 .field = HW_FIELD_I32, .what = "steps between checkpoints"},
-	{.name = "val_every", .type = HW_SETTING_INT, .min = 1, .max = I32MAX, .dflt_text = "`checkpoint_every`",
+	{.name = "val_every", .type = HW_SETTING_INT, .min = 1, .max = I32MAX, .dflt_text = "`checkpoint_every`; with max_minutes: by time",
 	 .group = HW_GROUP_SCHEDULE, .offset = AT(val_every), .field = HW_FIELD_I32,
-	 .what = "steps between validations"},
+	 .what = "steps between validations (with max_minutes and no val_every: spaced by time)"},
 	SCHED("val_batches", HW_SETTING_INT, 1, 1000, 4, val_batches, HW_FIELD_I32, "batches per validation"),
 	SCHED("val_rows", HW_SETTING_INT, 0, 100000, 2048, val_rows, HW_FIELD_I32,
 		  "val rows per task for its own metric at each validation (0: none)"),
@@ -138,7 +138,7 @@ const HwSettingDef hw_settings[] = {
 		  "seconds between progress NOTICEs"),
 	{.name = "max_minutes", .type = HW_SETTING_NUM, .min = 0, .max = 1000000, .min_exclusive = true,
 	 .dflt_text = "none", .group = HW_GROUP_SCHEDULE, .offset = AT(max_minutes), .field = HW_FIELD_F64,
-	 .what = "a time budget: training stops with a checkpoint when it is used up, and the learning rate follows it"},
+	 .what = "a time budget in minutes for the whole call, its closing validation included; the schedule, the ETA and the validations follow it, and steps may be left out"},
 	INFRA("ranks", HW_SETTING_INT, 1, HW_SETTINGS_MAX_RANKS, 1, ranks, HW_FIELD_I32,
 		  "data-parallel ranks: threads of the CPU backend on the CPU, one GPU each on CUDA (docs/distributed.md)"),
 	{.name = "devices", .type = HW_SETTING_DEVICES, .min = 1, .max = HW_SETTINGS_MAX_RANKS, .dflt_text = "–",
@@ -313,6 +313,8 @@ hw_setting_apply(HwSettings *st, const HwSettingDef *d, const HwSettingValue *v,
 void
 hw_settings_finish(HwSettings *st)
 {
+	/* a budget without val_every spaces validations by time (core/budget.h) */
+	st->val_by_time = st->val_every < 0 && st->max_minutes > 0;
 	if (st->val_every < 0)
 		st->val_every = st->checkpoint_every;
 	st->scfg.batch_size = st->mcfg.batch_size;

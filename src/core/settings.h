@@ -93,6 +93,7 @@ typedef struct HwSettings
 	bool        restart;
 	int32_t     log_every;
 	int32_t     val_every;          /* -1 until hw_settings_finish: checkpoint_every */
+	bool        val_by_time;        /* max_minutes without val_every: validations spaced by time (core/budget.h) */
 	int32_t     val_batches;
 	int32_t     val_rows;           /* per task: its own metric on min(n_val, val_rows) val rows */
 	int32_t     checkpoint_every;

@@ -90,6 +90,8 @@ typedef struct HwJobShared
 
 /* Limits of rt_train's arguments (train_options.c; docs/user_guide.md). */
 #define HW_TRAIN_MAX_STEPS   1000000000
+/* rt_train's steps when left out without a budget */
+#define HW_TRAIN_DEFAULT_STEPS 10000
 #define HW_TRAIN_MAX_TOKENS  1048576      /* batch_size * seq_len */
 #define HW_TRAIN_MAX_RANKS   HW_SETTINGS_MAX_RANKS   /* data-parallel ranks (threads or GPUs) */
 

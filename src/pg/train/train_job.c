@@ -206,14 +206,17 @@ wait_for_job(HwJobShared *job, BackgroundWorkerHandle *handle, int progress_ms)
 		if (seq != seen_seq && step != ws.last_step_reported && step > job->start_step &&
 			TimestampDifferenceExceeds(last_notice, GetCurrentTimestamp(), progress_ms))
 		{
+			/* a budget without steps: the step alone, not a total */
+			const char *of = job->steps_target == HW_TRAIN_MAX_STEPS ? "" : psprintf("/%d", job->steps_target);
+
 			if (isnan(vloss))
 				ereport(NOTICE,
-						(errmsg("step %d/%d  loss %.4f  lr %.2e  %.0f tokens/s  ETA %.0f s",
-								step, job->steps_target, loss, lr, tps, eta)));
+						(errmsg("step %d%s  loss %.4f  lr %.2e  %.0f tokens/s  ETA %.0f s",
+								step, of, loss, lr, tps, eta)));
 			else
 				ereport(NOTICE,
-						(errmsg("step %d/%d  loss %.4f  val loss %.4f  lr %.2e  %.0f tokens/s  ETA %.0f s",
-								step, job->steps_target, loss, vloss, lr, tps, eta)));
+						(errmsg("step %d%s  loss %.4f  val loss %.4f  lr %.2e  %.0f tokens/s  ETA %.0f s",
+								step, of, loss, vloss, lr, tps, eta)));
 			ws.last_step_reported = step;
 			seen_seq = seq;
 			last_notice = GetCurrentTimestamp();
@@ -329,10 +332,17 @@ parse_train_args(TrainCall *c, FunctionCallInfo fcinfo)
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("model must not be NULL"),
 						errhint("Pass the name given to rt_create_model.")));
 	c->model_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	c->steps = PG_ARGISNULL(1) ? 10000 : PG_GETARG_INT32(1);
 	c->tasks = PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2);
 	c->preset = PG_ARGISNULL(3) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	c->options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+	/* steps left out: 10000, or with a budget as many as it allows (the
+	 * budget ends the run, budget.h) */
+	if (!PG_ARGISNULL(1))
+		c->steps = PG_GETARG_INT32(1);
+	else
+		c->steps = c->options != NULL &&
+			getKeyJsonValueFromContainer(&c->options->root, "max_minutes", strlen("max_minutes"), NULL) != NULL
+			? HW_TRAIN_MAX_STEPS : HW_TRAIN_DEFAULT_STEPS;
 	c->device = PG_ARGISNULL(5) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(5));
 	c->wait = PG_ARGISNULL(6) ? true : PG_GETARG_BOOL(6);
 

@@ -45,6 +45,7 @@
 #include "pg/train/hw_device.h"
 #include "core/metrics.h"
 #include "core/backend.h"
+#include "core/budget.h"
 #include "core/collective.h"
 #include "core/dp_step.h"
 #include "core/dp_threads.h"
@@ -361,10 +362,33 @@ typedef struct TrainRun
 	HwTaskValMetric *task_val;      /* [2 * ntasks] x2: last and average */
 	int         ntask_val;
 	HwEta       eta_est;            /* ETA: EMA of step time + validation/checkpoint share (eta.h) */
-	double      budget_s;
+	double      t_call;             /* clock when the worker took the job: a budget counts set-up */
+	HwBudget    budget;             /* max_minutes (budget.h) */
+	double      val_batches_equiv;  /* a validation's forwards, in training batches */
 	int64       budget_from;
 	bool        out_of_time;
 } TrainRun;
+
+/* A validation's size in training batches' forwards: each trained task's
+ * val rows (twice with a parameter average: both weights) and the
+ * val_batches of the mixed loss, as hw_train_validate_tasks reads them. */
+static double
+validation_size(const TrainRun *run)
+{
+	int     B = Max(1, run->mcw->batch_size);
+	double  rows = 0;
+
+	for (int t = 0; t < run->tr->ntasks; t++)
+	{
+		uint32  n = 0;
+
+		if (run->st.task_weights[t] > 0 && hw_sampler_shard(run->val_sampler, t, HW_SPLIT_VAL, &n) != NULL)
+			rows += Min(n, (uint32) Max(0, run->st.s.val_rows));
+	}
+	if (hw_model_has_ema(run->model))
+		rows *= 2;
+	return rows / B + run->st.s.val_batches;
+}
 
 /* Load everything once, in one transaction: snapshot, tasks, settings and
  * the resumed checkpoint's state. */
@@ -487,8 +511,9 @@ start_loop(TrainRun *run)
 	/* max_minutes: a time budget for this call's steps; the schedule is read
 	 * at least at the budget's elapsed fraction of the steps left (optim.c
 	 * sched_min_t), and training stops, checkpointed, when it is used up */
-	run->budget_s = run->st.s.max_minutes * 60.0;
+	hw_budget_init(&run->budget, run->st.s.max_minutes * 60.0, run->t_call, run->t0);
 	run->budget_from = run->step;
+	run->val_batches_equiv = validation_size(run);
 }
 
 /* One training step (one rank, or all ranks); false when the job was
@@ -500,9 +525,9 @@ train_step(TrainRun *run, HwStepResult *res)
 	HwError     err = {0};
 	int         rc;
 
-	if (run->budget_s > 0)
+	if (run->budget.budget_s > 0)
 	{
-		double frac = Min(1.0, (now_seconds() - run->t0) / run->budget_s);
+		double frac = hw_budget_fraction(&run->budget, now_seconds());
 
 		run->mcw->sched_min_t = run->budget_from + frac * (double) (job->steps_target - run->budget_from);
 	}
@@ -551,6 +576,14 @@ report_step(TrainRun *run, const HwStepResult *res, double now, bool last)
 	hw_eta_add_step(&run->eta_est, now - run->t_mark);
 	run->t_mark = now;
 	double eta = hw_eta_seconds(&run->eta_est, run->step, job->steps_target - run->step);
+	if (run->budget.budget_s > 0 && run->step < job->steps_target)
+	{
+		double by_budget = hw_budget_eta(&run->budget, now);
+
+		/* the steps' ETA only once it is measured and comes first; at the
+		 * budget's stop, the time its closing validation has left */
+		eta = run->out_of_time || !(eta > 0) ? by_budget : Min(eta, by_budget);
+	}
 	hw_job_report_progress(job, (int32) run->step, res->loss, res->lr, res->grad_norm, run->tps, eta);
 
 	if (run->step % run->st.s.log_every == 0 || last)
@@ -617,11 +650,15 @@ after_step(TrainRun *run, const HwStepResult *res)
 	HwJobShared *job = run->job;
 	double      now = now_seconds();
 
-	run->out_of_time = run->budget_s > 0 && now - run->t0 >= run->budget_s && run->step < job->steps_target;
+	double      step_s = run->eta_est.ema_step_s > 0 ? run->eta_est.ema_step_s : now - run->t_mark;
+
+	hw_budget_estimate_validation(&run->budget, step_s, run->val_batches_equiv);
+	run->out_of_time = hw_budget_must_stop(&run->budget, now, step_s) && run->step < job->steps_target;
 	bool last = run->step == job->steps_target || run->out_of_time;
 
 	report_step(run, res, now, last);
-	bool do_val = run->step % run->st.s.val_every == 0 || last;
+	bool do_val = last || (run->st.s.val_by_time ? hw_budget_validation_due(&run->budget, now)
+						   : run->step % run->st.s.val_every == 0);
 	bool overhead = do_val;         /* a validation or checkpoint this step */
 	if (do_val)
 		validate_step(run, res);
@@ -643,6 +680,8 @@ after_step(TrainRun *run, const HwStepResult *res)
 	{
 		run->t_mark = now_seconds();
 		hw_eta_add_overhead(&run->eta_est, run->step, run->t_mark - now);
+		if (do_val)
+			hw_budget_validated(&run->budget, run->t_mark, run->t_mark - now);
 		/* tokens/s measures training: the pause does not count in its window */
 		run->t_window += run->t_mark - now;
 	}
@@ -654,7 +693,7 @@ append_result(TrainRun *run, StringInfo result)
 {
 	HwJobShared *job = run->job;
 	const char *final_state = run->final_state;
-	double      wall = now_seconds() - run->t0;
+	double      wall = now_seconds() - run->t_call;     /* set-up included, as the budget */
 
 	appendStringInfo(result,
 					 "{\"job_id\": %lld, \"state\": \"%s\", \"steps_done\": %lld, \"steps_target\": %d, "
@@ -685,6 +724,7 @@ train_loop(HwJobShared *job, StringInfo result, TrainResources *res)
 	TrainRun    run;
 
 	memset(&run, 0, sizeof(run));
+	run.t_call = now_seconds();
 	run.job = job;
 	run.tr = res;
 	load_job(&run);
