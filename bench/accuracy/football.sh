@@ -7,8 +7,8 @@
 #
 #   bench/accuracy/football.sh [minutes] [seeds] [data dir]
 #       minutes   headwater's training budget per seed (rt_train option
-#                 max_minutes; steps are set high so that the budget is what
-#                 stops it); default 30 (on the CPU)
+#                 max_minutes, steps left out: the budget drives the run);
+#                 default 30 (on the CPU)
 #       seeds     default "1 2 3": headwater's rt_train seed, XGBoost's seed
 #       data dir  the football database's folder (README.md, load.sh,
 #                 tasks.sql and the CSVs); default $FB_DATA, else
@@ -18,7 +18,7 @@
 #   environment: FB_DATA (the data dir), FB_OUT (results folder; default a
 #   new /tmp/headwater_football.*), FB_PORT (the throwaway cluster's port,
 #   default 54339), FB_PRESET (rt_train preset, default auto), FB_STEPS
-#   (rt_train steps, default 1000000: the budget stops it first), FB_OPTIONS
+#   (rt_train steps; default: left out, the budget alone), FB_OPTIONS
 #   (more rt_train options, JSON members without braces, for experiments;
 #   the method's label says so).  With PGHOST set it uses that server
 #   instead of a throwaway cluster (database fb_acc, dropped and recreated).
@@ -54,7 +54,7 @@ minutes=${1:-30}
 seeds=${2:-"1 2 3"}
 data=${3:-${FB_DATA:-$HW_ROOT/../shared/data/football}}
 preset=${FB_PRESET:-auto}
-steps=${FB_STEPS:-1000000}
+steps=${FB_STEPS:-NULL}
 extra_options=${FB_OPTIONS:-}
 for f in load.sh load.sql tasks.sql results.csv goalscorers.csv shootouts.csv; do
 	if [ ! -f "$data/$f" ]; then
@@ -77,7 +77,7 @@ res=$out/results.tsv
 rm -f "$out"/preds_*.csv
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 commit=$(git -C "$HW_ROOT" rev-parse --short HEAD)$(git -C "$HW_ROOT" diff --quiet HEAD -- src sql cuda 2>/dev/null || echo "+local changes")
-echo "football accuracy bench: $minutes min per seed, seeds '$seeds', preset $preset, steps $steps${extra_options:+, options $extra_options}"
+echo "football accuracy bench: $minutes min per seed, seeds '$seeds', preset $preset, steps ${FB_STEPS:-by the budget}${extra_options:+, options $extra_options}"
 echo "start $(date -u +%FT%TZ), load $(load), data $data, results in $out, commit $commit"
 
 # A throwaway cluster serving a private copy of this build's library (as
