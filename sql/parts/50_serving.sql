@@ -70,3 +70,9 @@ RETURNS TABLE (metric text, model float8, baseline float8, n_rows bigint)
 AS 'MODULE_PATHNAME', 'rt_evaluate' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION rt_evaluate(text, text, bigint, text) IS
 'metrics of a task on a split (default test) for a checkpoint and weights (default: the best of the task), beside the trivial baseline';
+
+CREATE FUNCTION rt_serving_workers()
+RETURNS TABLE (model text, checkpoint_id bigint, weights text, pid int, state text, batches bigint, "rows" bigint)
+AS 'MODULE_PATHNAME', 'rt_serving_workers' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION rt_serving_workers() IS
+'the serving workers of this database (headwater.serving_worker) for the models the caller may predict with: what each serves, its process, its state, and its forwards (batches) and rows answered';

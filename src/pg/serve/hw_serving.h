@@ -89,6 +89,12 @@ void hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out);
  * small) for the CPU backend. */
 void hw_serving_set_wide(HwServing *s, bool wide);
 
+/* headwater.inference_precision of this session (an HwPrecision), and its
+ * change for the serving worker, which runs each request in its
+ * session's precision. */
+int  hw_serving_precision_setting(void);
+void hw_serving_set_precision_setting(int precision);
+
 /* Defines headwater.serving_threads (called from _PG_init). */
 void hw_serving_guc_init(void);
 

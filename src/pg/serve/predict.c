@@ -59,8 +59,11 @@
 #include "pg/serve/hw_predict.h"
 #include "pg/serve/predict_priv.h"
 #include "pg/serve/hw_serving.h"
+#include "pg/serve/hw_serving_worker.h"
+/* One row's prediction; with_probs: the categorical probabilities too
+ * (rt_predict_proba), which the serving worker does not send back. */
 static HwPrediction
-predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
+predict_one(FunctionCallInfo fcinfo, bool with_probs, HwServing **s_out, int *t_out)
 {
 	char   *task_ref = hw_predict_task_arg(fcinfo);
 	int     t;
@@ -84,7 +87,10 @@ predict_one(FunctionCallInfo fcinfo, HwServing **s_out, int *t_out)
 	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
 		hw_predict_context_arg(PG_GETARG_JSONB_P(4), s->tasks[t], task_ref, obs, &ctx, &nctx);
 	memset(&d, 0, sizeof(d));
-	hw_predict_rows(s, t, &row, &obs, 1, &d, ctx, nctx);
+	/* the serving worker's answer is this session's, bit for bit: an
+	 * optimisation that falls back to the forward here */
+	if (with_probs || nctx > 0 || !hw_serving_worker_predict(s, t, row, obs, &d))
+		hw_predict_rows(s, t, &row, &obs, 1, &d, ctx, nctx);
 	*s_out = s;
 	*t_out = t;
 	return d;
@@ -96,7 +102,7 @@ rt_predict(PG_FUNCTION_ARGS)
 {
 	HwServing *s;
 	int     t;
-	HwPrediction d = predict_one(fcinfo, &s, &t);
+	HwPrediction d = predict_one(fcinfo, false, &s, &t);
 
 	if (d.is_null)
 		PG_RETURN_NULL();
@@ -110,7 +116,7 @@ rt_predict_label(PG_FUNCTION_ARGS)
 {
 	HwServing *s;
 	int     t;
-	HwPrediction d = predict_one(fcinfo, &s, &t);
+	HwPrediction d = predict_one(fcinfo, false, &s, &t);
 
 	if (d.is_null)
 		PG_RETURN_NULL();
@@ -124,7 +130,7 @@ rt_predict_proba(PG_FUNCTION_ARGS)
 {
 	HwServing *s;
 	int     t;
-	HwPrediction d = predict_one(fcinfo, &s, &t);
+	HwPrediction d = predict_one(fcinfo, true, &s, &t);
 
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(hw_predict_proba_json(s, t, &d))));
 }

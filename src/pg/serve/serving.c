@@ -657,6 +657,18 @@ static const struct config_enum_entry hw_precision_options[] = {
 	{NULL, 0, false},
 };
 
+int
+hw_serving_precision_setting(void)
+{
+	return hw_inference_precision;
+}
+
+void
+hw_serving_set_precision_setting(int precision)
+{
+	hw_inference_precision = precision;
+}
+
 void
 hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 {

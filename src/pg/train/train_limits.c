@@ -31,9 +31,8 @@
 
 #define HW_WORKER_TYPE "headwater training"
 
-/* Live training workers of the server and of role. */
-static void
-count_training_workers(Oid role, int *server, int *of_role)
+void
+hw_count_background_workers(const char *type_name, Oid role, int *server, int *of_role)
 {
 	int n;
 
@@ -54,7 +53,7 @@ count_training_workers(Oid role, int *server, int *of_role)
 		if (be->st_backendType != B_BG_WORKER || be->st_procpid <= 0)
 			continue;
 		type = GetBackgroundWorkerTypeByPid(be->st_procpid);
-		if (type == NULL || strcmp(type, HW_WORKER_TYPE) != 0)
+		if (type == NULL || strcmp(type, type_name) != 0)
 			continue;
 		(*server)++;
 		if (be->st_userid == role)
@@ -72,7 +71,7 @@ hw_train_launch_limits_lock(Oid role, const char *model_name)
 
 	HW_SET_LOCKTAG(tag, InvalidOid, HW_LAUNCH_LOCK_CLASS, 0);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	count_training_workers(role, &server, &of_role);
+	hw_count_background_workers(HW_WORKER_TYPE, role, &server, &of_role);
 	if (server >= hw_max_training_workers)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),

@@ -1,0 +1,278 @@
+/*
+ * serving_worker_main.c: the serving worker (hw_serving_worker.h).  It
+ * loads its (model, checkpoint, weights) once, as the model's owner, then
+ * loops: wait for posted rows, wait up to window_ms for more, predict them
+ * grouped by task in batches of the model's batch size (a batch predicts
+ * each row as alone), answer each slot and wake its session.  It stops
+ * after idle_s without a request, or when told to (SIGTERM), and removes
+ * its rendezvous file and its segment's pin on the way out.
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "pg/serve/hw_serving_worker.h"
+#include "core/sampler.h"
+
+PGDLLEXPORT void hw_serving_worker_main(Datum main_arg);
+
+typedef struct Worker
+{
+	HwSwQueue  *q;
+	dsm_handle  handle;
+	HwServing  *s;
+	MemoryContext batch_cxt;
+	/* the batch being run: slot numbers and their requests, copied when
+	 * taken (an answered slot is its session's again at once) */
+	int         taken[HW_SW_SLOTS];
+	int32       task[HW_SW_SLOTS];
+	uint32      row[HW_SW_SLOTS];
+	int64       obs[HW_SW_SLOTS];
+	int32       precision[HW_SW_SLOTS];
+	int         ntaken;
+} Worker;
+
+/* Takes every posted slot (POSTED -> RUNNING); how many it holds now. */
+static int
+take_posted(Worker *w)
+{
+	for (int i = 0; i < HW_SW_SLOTS; i++)
+	{
+		uint32      st = HW_SW_POSTED;
+
+		if (pg_atomic_compare_exchange_u32(&w->q->slots[i].state, &st, HW_SW_RUNNING))
+		{
+			pg_read_barrier();
+			w->taken[w->ntaken] = i;
+			w->task[w->ntaken] = w->q->slots[i].task;
+			w->row[w->ntaken] = w->q->slots[i].row;
+			w->obs[w->ntaken] = w->q->slots[i].obs;
+			w->precision[w->ntaken] = w->q->slots[i].precision;
+			w->ntaken++;
+		}
+	}
+	return w->ntaken;
+}
+
+/* Answers slot i (DONE or FAILED) and wakes its session; a slot its
+ * session abandoned is freed instead. */
+static void
+answer(Worker *w, int i, const HwPrediction *p)
+{
+	HwSwSlot   *slot = &w->q->slots[i];
+	uint32      st = HW_SW_RUNNING;
+
+	if (p != NULL)
+	{
+		HwSwResult *r = &slot->result;
+
+		r->is_null = p->is_null;
+		r->p_null = p->p_null;
+		r->value = p->value;
+		r->unrounded = p->unrounded;
+		r->label = p->label;
+		r->K = p->K;
+		r->ord_levels = p->ord_levels;
+		memcpy(r->ord_p, p->ord_p, sizeof(r->ord_p));
+	}
+	pg_write_barrier();
+	if (!pg_atomic_compare_exchange_u32(&slot->state, &st, p != NULL ? HW_SW_DONE : HW_SW_FAILED))
+	{
+		pg_atomic_write_u32(&slot->state, HW_SW_FREE);     /* ABANDONED */
+		return;
+	}
+	SetLatch(&ProcGlobal->allProcs[slot->caller_procno].procLatch);
+}
+
+/* Predicts the batch's requests ks[0..n) (all of task t, in one
+ * precision); a failed forward fails them (their sessions predict
+ * themselves). */
+static void
+run_task(Worker *w, int t, const int *ks, int n)
+{
+	uint32     *rows = palloc(sizeof(uint32) * n);
+	int64_t    *obs = palloc(sizeof(int64_t) * n);
+	HwPrediction *out = palloc0(sizeof(HwPrediction) * n);
+	volatile bool ok = true;
+
+	for (int k = 0; k < n; k++)
+	{
+		rows[k] = w->row[ks[k]];
+		obs[k] = w->obs[ks[k]];
+	}
+	PG_TRY();
+	{
+		/* every CPU of the team (hw_predict_rows narrows after a long
+		 * request), the sessions' precision: their own answer */
+		hw_serving_set_wide(w->s, true);
+		hw_serving_set_precision_setting(w->precision[ks[0]]);
+		hw_predict_rows(w->s, t, rows, obs, n, out, NULL, 0);
+	}
+	PG_CATCH();
+	{
+		EmitErrorReport();
+		FlushErrorState();
+		ok = false;
+	}
+	PG_END_TRY();
+	/* counted before the answers: a session that reads them sees its row */
+	pg_atomic_fetch_add_u64(&w->q->batches, 1);
+	pg_atomic_fetch_add_u64(&w->q->rows, n);
+	for (int k = 0; k < n; k++)
+		answer(w, w->taken[ks[k]], ok ? &out[k] : NULL);
+}
+
+/* Runs the taken slots, grouped by task and precision. */
+static void
+run_batch(Worker *w)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->batch_cxt);
+	int        *ks = palloc(sizeof(int) * w->ntaken);
+
+	for (int t = 0; t < w->s->ntasks; t++)
+		for (int prec = HW_PRECISION_AUTO; prec <= HW_PRECISION_BF16; prec++)
+		{
+			int         n = 0;
+
+			for (int k = 0; k < w->ntaken; k++)
+				if (w->task[k] == t && w->precision[k] == prec)
+					ks[n++] = k;
+			if (n > 0)
+				run_task(w, t, ks, n);
+		}
+	/* a task index outside the model: nobody's row to predict */
+	for (int k = 0; k < w->ntaken; k++)
+		if (w->task[k] < 0 || w->task[k] >= w->s->ntasks ||
+			w->precision[k] < HW_PRECISION_AUTO || w->precision[k] > HW_PRECISION_BF16)
+			answer(w, w->taken[k], NULL);
+	w->ntaken = 0;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(w->batch_cxt);
+}
+
+/* Loads the model as its owner, in a transaction; false with q->error. */
+static bool
+load_model(Worker *w)
+{
+	HwSwQueue  *q = w->q;
+	volatile bool ok = true;
+	int         t;
+
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	PG_TRY();
+	{
+		/* the reference lives in TopMemoryContext: for the worker's life */
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		w->s = hw_serving_get(q->task_ref, q->checkpoint_id, q->average ? HW_WEIGHTS_AVERAGE : HW_WEIGHTS_LAST, &t);
+		MemoryContextSwitchTo(old);
+		if (w->s->checkpoint_id != q->checkpoint_id || w->s->average != q->average ||
+			hw_serving_worker_key_hash(w->s->key) != q->state_key_hash)
+			ereport(ERROR, (errmsg("the model changed while its serving worker started")));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		e = CopyErrorData();
+		FlushErrorState();
+		strlcpy(q->error, e->message, sizeof(q->error));
+		ok = false;
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	if (ok)
+	{
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	return ok;
+}
+
+/* Stops taking requests: answers what is posted, then leaves. */
+static void
+stop_serving(Worker *w, HwSwPhase phase)
+{
+	char        path[MAXPGPATH];
+
+	pg_atomic_write_u32(&w->q->phase, HW_SW_STOPPING);
+	pg_memory_barrier();
+	if (w->s != NULL && take_posted(w) > 0)
+		run_batch(w);
+	snprintf(path, sizeof(path), "pg_headwater/serving_worker/%u_%d_%lld_%d", w->q->dboid, w->q->model_id,
+			 (long long) w->q->checkpoint_id, w->q->average ? 1 : 0);
+	(void) unlink(path);
+	pg_atomic_write_u32(&w->q->phase, phase);
+	dsm_unpin_segment(w->handle);
+}
+
+void
+hw_serving_worker_main(Datum main_arg)
+{
+	Worker      w = {0};
+	dsm_segment *seg;
+	int         idle_ticks = 0;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+	w.handle = DatumGetUInt32(main_arg);
+	if ((seg = dsm_attach(w.handle)) == NULL)
+		proc_exit(0);
+	w.q = dsm_segment_address(seg);
+	BackgroundWorkerInitializeConnectionByOid(w.q->dboid, w.q->roleoid, 0);
+	w.q->worker_procno = MyProc->pgprocno;
+	w.q->worker_pid = MyProcPid;
+	if (!load_model(&w))
+	{
+		ereport(LOG, (errmsg("headwater serving worker for %s stops: %s", w.q->task_ref, w.q->error)));
+		stop_serving(&w, HW_SW_GONE);
+		proc_exit(0);
+	}
+	w.batch_cxt = AllocSetContextCreate(TopMemoryContext, "headwater serving batch", ALLOCSET_DEFAULT_SIZES);
+	pg_write_barrier();
+	pg_atomic_write_u32(&w.q->phase, HW_SW_READY);
+	/* idle time counted in wake-ups by the 1 s timeout with nothing
+	 * posted: a wall clock that jumps cannot stop a busy worker */
+	while (!ShutdownRequestPending && idle_ticks < w.q->idle_s)
+	{
+		int         ev = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1000,
+								   PG_WAIT_EXTENSION);
+
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (take_posted(&w) == 0)
+		{
+			if (ev & WL_TIMEOUT)
+				idle_ticks++;
+			continue;
+		}
+		idle_ticks = 0;
+		/* a short window for the rows of other sessions, unless the batch is full */
+		if (w.q->window_ms > 0 && w.ntaken < hw_sampler_config(w.s->sampler)->batch_size)
+		{
+			pg_usleep(w.q->window_ms * 1000L);
+			(void) take_posted(&w);
+		}
+		run_batch(&w);
+	}
+	ereport(LOG, (errmsg("headwater serving worker for %s, checkpoint %lld, stops: %s after %llu rows in %llu batches",
+						 w.q->task_ref, (long long) w.q->checkpoint_id,
+						 ShutdownRequestPending ? "told to" : "idle", (unsigned long long) pg_atomic_read_u64(&w.q->rows),
+						 (unsigned long long) pg_atomic_read_u64(&w.q->batches))));
+	stop_serving(&w, HW_SW_GONE);
+	proc_exit(0);
+}
