@@ -9,9 +9,12 @@
 #   - rt_predict_batch of batch_rows rows: rows/s;
 #   - rt_predict_table and rt_predict_into of batch_rows / 5 rows: rows/s;
 #   - pgbench with rt_predict of a random order at 1, 8 and 32 clients for
-#     pgbench_seconds each: transactions/s, latency p50/p99, first-call
-#     latency (model load) and backend RSS after the first call and at the
-#     end (growth = what a session keeps);
+#     pgbench_seconds each, without and with the serving worker
+#     (headwater.serving_worker, window HW_BENCH_WINDOW_MS, default 2):
+#     transactions/s, latency p50/p99, first-call latency (model load) and
+#     backend RSS after the first call and at the end (growth = what a
+#     session keeps); with the worker, its forwards and rows (rows per
+#     forward: the batching across sessions);
 #   - the training worker's tokens/s (30 steps) as before.
 # Memory over a long run (leaks): bench/serving_soak.sh.
 # The model is trained for a few steps only: speed does not depend on how
@@ -98,9 +101,11 @@ rss_of_bench() {   # sum and max RSS (kB) of the pgbench sessions' backends
 	done
 	echo "$n $sum $max"
 }
+for worker in off on; do
 for c in 1 8 32; do
 	rm -f "$logdir"/*
-	(cd "$logdir" && pgbench -n -d "$db" -c "$c" -j "$c" -T "$secs" -f "$script" -l --log-prefix=pb \
+	(cd "$logdir" && PGOPTIONS="-c headwater.serving_worker=$worker -c headwater.serving_worker_window_ms=${HW_BENCH_WINDOW_MS:-2}" \
+		pgbench -n -d "$db" -c "$c" -j "$c" -T "$secs" -f "$script" -l --log-prefix=pb \
 		> "$logdir/out.txt" 2>&1) &
 	pb=$!
 	sleep $(( secs < 20 ? 3 : 10 ))
@@ -118,9 +123,11 @@ for c in 1 8 32; do
 	sort -n "$logdir/first.txt" -o "$logdir/first.txt"
 	pct() { awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p) + 1; if (i > NR) i = NR; printf "%.2f", v[i] / 1000 }' "$1"; }
 	stats="p50 $(pct "$logdir/rest.txt" 0.50) ms, p99 $(pct "$logdir/rest.txt" 0.99) ms over $(wc -l < "$logdir/rest.txt") transactions; first call per session: median $(pct "$logdir/first.txt" 0.5) ms, max $(pct "$logdir/first.txt" 1) ms"
-	echo "pgbench rt_predict, preset $preset, $c clients, ${secs}s: $tps tps; $stats;" \
+	echo "pgbench rt_predict, preset $preset, serving worker $worker, $c clients, ${secs}s: $tps tps; $stats;" \
 		"backend RSS: $n0 sessions $((s0 / 1024)) MB total / $((m0 / 1024)) MB max after warm-up," \
 		"$n1 sessions $((s1 / 1024)) MB / $((m1 / 1024)) MB max near the end"
 done
+done
+echo "serving workers after the runs (cumulative): $(q -c "SELECT string_agg(format('%s checkpoint %s: %s rows in %s forwards', model, checkpoint_id, \"rows\", batches), '; ') FROM rt_serving_workers()")"
 rm -rf "$logdir" "$script"
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -63,6 +63,9 @@ HW_CLUSTER_DIR=$tmp bash test/security.sh || failures+=(security)
 hw_log "shared model cache (damaged files rebuilt, unwritable directory)"
 HW_CLUSTER_DIR=$tmp bash test/serving_shared.sh || failures+=(serving_shared)
 
+hw_log "serving worker (concurrent sessions, batching, cancel)"
+HW_CLUSTER_DIR=$tmp bash test/serving_worker.sh || failures+=(serving_worker)
+
 hw_log "reliability (kill, crash restart, cancel, concurrency, privileges)"
 HW_CLUSTER_DIR=$tmp bash test/reliability.sh || failures+=(reliability)
 
