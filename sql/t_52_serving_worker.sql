@@ -75,5 +75,32 @@ SELECT count(*) FILTER (WHERE state = 'ready') AS restarted FROM rt_serving_work
 SELECT pg_sleep(3) IS NOT NULL AS idle;
 SELECT count(*) AS workers_after_idle FROM rt_serving_workers();
 SELECT count(*) AS processes_after_idle FROM pg_stat_activity WHERE backend_type = 'headwater serving';
+
+-- 5. a worker that cannot start (the model's owner may not log in: its
+--    connection fails): the session predicts itself, promptly
+CREATE ROLE t52_owner LOGIN;
+GRANT USAGE ON SCHEMA t52shop TO t52_owner;
+GRANT SELECT ON ALL TABLES IN SCHEMA t52shop TO t52_owner;
+SET ROLE t52_owner;
+SET client_min_messages = warning;
+SELECT rt_create_model('m52b', 't52shop') IS NOT NULL AS created;
+SELECT rt_create_task('m52b', 'status52b', anchor_table => 'orders', target_column => 'status') IS NOT NULL AS task;
+SELECT rt_train('m52b', steps => 2, preset => 'tiny') ->> 'state' AS trained;
+RESET client_min_messages;
+RESET ROLE;
+ALTER ROLE t52_owner NOLOGIN;
+SET headwater.serving_worker = off;
+CREATE TABLE t52_b AS SELECT order_id, rt_predict('m52b.status52b', order_id) AS p FROM t52_orders;
+SET headwater.serving_worker = on;
+SELECT clock_timestamp() AS t0 \gset
+SELECT count(*) FILTER (WHERE p IS DISTINCT FROM rt_predict('m52b.status52b', order_id)) AS differs_without_worker
+FROM t52_b;
+SELECT clock_timestamp() - :'t0'::timestamptz < interval '20 seconds' AS prompt;
+SELECT count(*) AS workers_of_m52b FROM rt_serving_workers() WHERE model = 'm52b';
+SET client_min_messages = warning;
+SELECT rt_drop_model('m52b') IS NOT NULL AS dropped;
+RESET client_min_messages;
+DROP OWNED BY t52_owner;
+DROP ROLE t52_owner;
 RESET headwater.serving_worker;
-DROP TABLE t52_orders, t52_items, t52_fp32;
+DROP TABLE t52_orders, t52_items, t52_fp32, t52_b;

@@ -16,7 +16,9 @@
  * labels or for probabilities) the session predicts in-process.
  *
  * Files: serving_worker.c (the caller's side: finding or starting the
- * worker, posting, waiting), serving_worker_main.c (the worker).
+ * worker, posting, waiting), serving_worker_main.c (the worker),
+ * serving_worker_rendezvous.c (the files that name the workers' segments),
+ * serving_worker_status.c (rt_serving_workers).
  */
 #ifndef HW_SERVING_WORKER_H
 #define HW_SERVING_WORKER_H
@@ -28,6 +30,9 @@
 
 #include "pg/serve/hw_serving.h"
 #include "pg/serve/predict_priv.h"
+
+#define HW_SW_DIR "pg_headwater/serving_worker"
+#define HW_SW_TYPE "headwater serving"    /* bgw_type */
 
 /* requests in flight per worker (a caller finding none free predicts itself) */
 #define HW_SW_SLOTS 256
@@ -112,8 +117,17 @@ void hw_serving_worker_guc_init(void);
  * checkpoint, weights) when there is none and the setting is on. */
 bool hw_serving_worker_predict(HwServing *s, int t, uint32 row, int64 obs, HwPrediction *out);
 
-/* The segment handle in a rendezvous file, or DSM_HANDLE_INVALID. */
+/* serving_worker_rendezvous.c: the rendezvous file of a worker; the
+ * segment handle in one (DSM_HANDLE_INVALID: none); writing one
+ * (atomically); removing one only while it holds handle h; the workers
+ * of the server not yet gone (files of vanished segments are removed;
+ * caller holds the server's serving-worker lock). */
+void       hw_serving_worker_path(char *path, size_t len, Oid dboid, int32 model_id, int64 checkpoint_id,
+								  bool average, uint64 key_hash);
 dsm_handle hw_serving_worker_read_handle(const char *path);
+bool       hw_serving_worker_write_handle(const char *path, dsm_handle h);
+void       hw_serving_worker_unlink_if(const char *path, dsm_handle h);
+int        hw_serving_worker_count_live(void);
 
 /* The key hash both sides compare (serving_worker.c). */
 uint64 hw_serving_worker_key_hash(const char *key);

@@ -1,29 +1,30 @@
 /*
  * serving_worker.c: a session's side of the serving worker
- * (hw_serving_worker.h): finding the worker of a (model, checkpoint,
- * weights), starting it when there is none, posting a row to its queue and
- * waiting for the answer.
+ * (hw_serving_worker.h): finding the worker of its (model, checkpoint,
+ * weights, model state), starting it when there is none, posting a row to
+ * its queue and waiting for the answer.
  *
- * Rendezvous without shared_preload_libraries: the session that starts a
- * worker makes its segment, pins it (it outlives that session), and writes
- * the segment's handle to $PGDATA/pg_headwater/serving_worker/<db>_<model>_
- * <checkpoint>_<weights>; other sessions read the handle there.  Starting is
- * serialised per model by an advisory lock of a class SQL cannot build
- * (hw_train.h).  The worker unpins the segment and removes the file when it
- * stops; a file whose segment is gone (a crash) is removed by the next
- * session that finds it.
+ * Starting is serialised over the server by an advisory lock of a class
+ * SQL cannot build (hw_train.h), held while the workers are counted
+ * against headwater.max_serving_workers, the worker is registered and
+ * started, and its rendezvous file written (serving_worker_rendezvous.c).
+ * A start that fails is not retried for the next SW_RETRY_AFTER calls of
+ * the session.  A session whose wait ends by ERROR or FATAL gives its slot
+ * back.
  */
 #include "postgres.h"
 
 #include <signal.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/fd.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
@@ -34,12 +35,13 @@
 #include "pg/serve/hw_serving_worker.h"
 #include "pg/train/hw_train.h"
 
-#define SW_DIR "pg_headwater/serving_worker"
-#define SW_TYPE "headwater serving"
 /* how long a session waits for a new worker to load its model */
 #define SW_START_TIMEOUT_MS 60000
-/* segments this session keeps mapped */
-#define SW_ATTACHED 8
+/* worker segments a session keeps mapped (each takes one of the
+ * backend's dynamic shared memory slots) */
+#define SW_ATTACHED 4
+/* calls a session predicts itself after a failed start before it tries again */
+#define SW_RETRY_AFTER 256
 
 bool hw_serving_worker_enabled = false;
 int  hw_serving_worker_window_ms = 2;
@@ -79,52 +81,16 @@ typedef struct Attached
 	int32       model_id;
 	int64       checkpoint_id;
 	bool        average;
+	uint64      key_hash;
 	dsm_segment *seg;
 	HwSwQueue  *q;
 } Attached;
 
 static Attached attached[SW_ATTACHED];
-
-static void
-rendezvous_path(char *path, size_t len, int32 model_id, int64 checkpoint_id, bool average)
-{
-	snprintf(path, len, SW_DIR "/%u_%d_%lld_%d", MyDatabaseId, model_id, (long long) checkpoint_id,
-			 average ? 1 : 0);
-}
-
-dsm_handle
-hw_serving_worker_read_handle(const char *path)
-{
-	FILE       *f = AllocateFile(path, "r");
-	unsigned    h = 0;
-
-	if (f == NULL)
-		return DSM_HANDLE_INVALID;
-	if (fscanf(f, "%u", &h) != 1)
-		h = DSM_HANDLE_INVALID;
-	FreeFile(f);
-	return (dsm_handle) h;
-}
-
-static bool
-write_rendezvous(const char *path, dsm_handle h)
-{
-	char        tmp[MAXPGPATH];
-	FILE       *f;
-
-	(void) MakePGDirectory("pg_headwater");
-	(void) MakePGDirectory(SW_DIR);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, MyProcPid);
-	if ((f = AllocateFile(tmp, "w")) == NULL)
-		return false;
-	fprintf(f, "%u\n", (unsigned) h);
-	if (FreeFile(f) != 0 || rename(tmp, path) != 0)
-	{
-		(void) unlink(tmp);
-		return false;
-	}
-	return true;
-}
+static int  calls_before_retry;
+/* the slot this session waits on, given back if the session dies waiting */
+static HwSwSlot *inflight;
+static bool exit_hook_armed;
 
 static void
 forget(Attached *a)
@@ -134,31 +100,43 @@ forget(Attached *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* Maps the worker segment of the rendezvous file; NULL when there is none
- * or it is not s's (another model state: the worker of a former one). */
+/* Drops the mappings of workers that stopped: their segments go once no
+ * session maps them. */
+static void
+forget_stopped(void)
+{
+	for (int i = 0; i < SW_ATTACHED; i++)
+		if (attached[i].seg != NULL && pg_atomic_read_u32(&attached[i].q->phase) >= HW_SW_STOPPING)
+			forget(&attached[i]);
+}
+
+static void
+path_of(const HwServing *s, char *path, size_t len)
+{
+	hw_serving_worker_path(path, len, MyDatabaseId, s->model_id, s->checkpoint_id, s->average,
+						   hw_serving_worker_key_hash(s->key));
+}
+
+/* Maps the worker segment named by s's rendezvous file; NULL when there is
+ * none, its segment is gone, or it is not s's. */
 static Attached *
 attach_existing(HwServing *s)
 {
 	char        path[MAXPGPATH];
+	uint64      key_hash = hw_serving_worker_key_hash(s->key);
 	dsm_handle  h;
 	dsm_segment *seg;
 	HwSwQueue  *q;
 	Attached   *slot = NULL;
 
-	rendezvous_path(path, sizeof(path), s->model_id, s->checkpoint_id, s->average);
-	if ((h = hw_serving_worker_read_handle(path)) == DSM_HANDLE_INVALID)
-		return NULL;
-	/* mapped already, yet not found by find_worker: not for this model state */
-	if (dsm_find_mapping(h) != NULL)
+	path_of(s, path, sizeof(path));
+	if ((h = hw_serving_worker_read_handle(path)) == DSM_HANDLE_INVALID || dsm_find_mapping(h) != NULL)
 		return NULL;
 	if ((seg = dsm_attach(h)) == NULL)
-	{
-		(void) unlink(path);    /* its worker is gone without cleaning up (a crash) */
 		return NULL;
-	}
 	q = dsm_segment_address(seg);
 	if (q->magic != HW_SW_MAGIC || q->model_id != s->model_id || q->checkpoint_id != s->checkpoint_id ||
-		q->average != s->average || q->state_key_hash != hw_serving_worker_key_hash(s->key))
+		q->average != s->average || q->state_key_hash != key_hash)
 	{
 		dsm_detach(seg);
 		return NULL;
@@ -173,7 +151,7 @@ attach_existing(HwServing *s)
 		forget(slot);
 	}
 	*slot = (Attached) {.model_id = s->model_id, .checkpoint_id = s->checkpoint_id, .average = s->average,
-						.seg = seg, .q = q};
+						.key_hash = key_hash, .seg = seg, .q = q};
 	return slot;
 }
 
@@ -201,21 +179,16 @@ model_owner(int32 model_id)
 	return owner;
 }
 
-/* Makes the segment, writes the rendezvous file and starts the worker;
- * false (LOG) when it cannot. */
-static bool
-start_worker(HwServing *s, int t)
+/* A new worker's segment: the request of its (model, checkpoint, weights,
+ * model state), every slot free; NULL when no segment can be had. */
+static dsm_segment *
+make_segment(HwServing *s, int t, Oid owner)
 {
-	char        path[MAXPGPATH];
-	dsm_segment *seg;
+	dsm_segment *seg = dsm_create(sizeof(HwSwQueue), DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	HwSwQueue  *q;
-	BackgroundWorker w;
-	BackgroundWorkerHandle *handle;
-	Oid         owner = model_owner(s->model_id);
 
-	if (!OidIsValid(owner))
-		return false;
-	seg = dsm_create(sizeof(HwSwQueue), 0);
+	if (seg == NULL)
+		return NULL;
 	q = dsm_segment_address(seg);
 	memset(q, 0, sizeof(*q));
 	q->magic = HW_SW_MAGIC;
@@ -233,7 +206,25 @@ start_worker(HwServing *s, int t)
 	q->idle_s = hw_serving_worker_idle_s;
 	for (int i = 0; i < HW_SW_SLOTS; i++)
 		pg_atomic_init_u32(&q->slots[i].state, HW_SW_FREE);
+	return seg;
+}
 
+/* Starts the worker of s and writes its rendezvous file once it runs;
+ * false (LOG) when it cannot.  Caller holds the serving-worker lock. */
+static bool
+start_worker(HwServing *s, int t)
+{
+	char        path[MAXPGPATH];
+	Oid         owner = model_owner(s->model_id);
+	dsm_segment *seg;
+	BackgroundWorker w;
+	BackgroundWorkerHandle *handle;
+	pid_t       pid;
+	dsm_handle  h;
+
+	if (!OidIsValid(owner) || (seg = make_segment(s, t, owner)) == NULL)
+		return false;
+	h = dsm_segment_handle(seg);
 	memset(&w, 0, sizeof(w));
 	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
@@ -242,17 +233,20 @@ start_worker(HwServing *s, int t)
 	snprintf(w.bgw_function_name, BGW_MAXLEN, "hw_serving_worker_main");
 	snprintf(w.bgw_name, BGW_MAXLEN, "headwater serving %s checkpoint %lld", s->model_name,
 			 (long long) s->checkpoint_id);
-	snprintf(w.bgw_type, BGW_MAXLEN, SW_TYPE);
-	w.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
-	/* the worker holds its own pin from here; this session's mapping goes */
+	snprintf(w.bgw_type, BGW_MAXLEN, HW_SW_TYPE);
+	w.bgw_main_arg = UInt32GetDatum(h);
+	w.bgw_notify_pid = MyProcPid;
+	/* the worker unpins it as it stops; this session's mapping goes now */
 	dsm_pin_segment(seg);
-	rendezvous_path(path, sizeof(path), s->model_id, s->checkpoint_id, s->average);
-	if (!write_rendezvous(path, dsm_segment_handle(seg)) || !RegisterDynamicBackgroundWorker(&w, &handle))
+	path_of(s, path, sizeof(path));
+	if (!RegisterDynamicBackgroundWorker(&w, &handle) ||
+		WaitForBackgroundWorkerStartup(handle, &pid) != BGWH_STARTED ||
+		!hw_serving_worker_write_handle(path, h))
 	{
 		ereport(LOG, (errmsg("headwater: could not start a serving worker for model \"%s\"; "
 							 "sessions predict in-process", s->model_name)));
-		(void) unlink(path);
-		dsm_unpin_segment(dsm_segment_handle(seg));
+		/* a worker that did start stops at once: nobody can find it */
+		pg_atomic_write_u32(&((HwSwQueue *) dsm_segment_address(seg))->phase, HW_SW_STOPPING);
 		dsm_detach(seg);
 		return false;
 	}
@@ -260,51 +254,62 @@ start_worker(HwServing *s, int t)
 	return true;
 }
 
-/* The attached worker of s, started when there is none (under the model's
- * launch lock); NULL when none serves now. */
+/* Starts s's worker unless the server runs its maximum, under the
+ * server's serving-worker lock; the worker attached, or NULL. */
+static Attached *
+start_or_find(HwServing *s, int t)
+{
+	LOCKTAG     tag;
+	Attached   *a;
+
+	HW_SET_LOCKTAG(tag, InvalidOid, HW_SERVING_WORKER_LOCK_CLASS, 0);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	a = attach_existing(s);
+	if (a == NULL && hw_serving_worker_count_live() < hw_max_serving_workers && start_worker(s, t))
+		a = attach_existing(s);
+	(void) LockRelease(&tag, ExclusiveLock, false);
+	if (a == NULL)
+		calls_before_retry = SW_RETRY_AFTER;
+	return a;
+}
+
+/* The worker of s, ready, or NULL (this session then predicts itself). */
 static HwSwQueue *
 find_worker(HwServing *s, int t)
 {
-	Attached   *a = NULL;
-	LOCKTAG     tag;
-	int         running, of_role;
-
 	uint64      key_hash = hw_serving_worker_key_hash(s->key);
+	Attached   *a = NULL;
 
+	forget_stopped();
 	for (int i = 0; i < SW_ATTACHED; i++)
 		if (attached[i].seg != NULL && attached[i].model_id == s->model_id &&
 			attached[i].checkpoint_id == s->checkpoint_id && attached[i].average == s->average &&
-			attached[i].q->state_key_hash == key_hash)
+			attached[i].key_hash == key_hash)
 			a = &attached[i];
-	if (a != NULL && pg_atomic_read_u32(&a->q->phase) >= HW_SW_STOPPING)
-		forget(a), a = NULL;
 	if (a == NULL && (a = attach_existing(s)) == NULL)
 	{
-		HW_SET_LOCKTAG(tag, MyDatabaseId, HW_SERVING_WORKER_LOCK_CLASS, s->model_id);
-		(void) LockAcquire(&tag, ExclusiveLock, false, false);
-		a = attach_existing(s);
-		hw_count_background_workers(SW_TYPE, InvalidOid, &running, &of_role);
-		if (a == NULL && running < hw_max_serving_workers && start_worker(s, t))
-			a = attach_existing(s);
-		(void) LockRelease(&tag, ExclusiveLock, false);
+		/* a standby cannot run one; a failed start waits a while */
+		if (RecoveryInProgress() || calls_before_retry-- > 0)
+			return NULL;
+		if ((a = start_or_find(s, t)) == NULL)
+			return NULL;
 	}
-	if (a == NULL)
-		return NULL;
-	/* a worker still loading its model: wait for it, a bounded time */
+	/* a worker still loading its model: wait for it, a bounded time, while it lives */
 	for (int waited = 0; pg_atomic_read_u32(&a->q->phase) == HW_SW_STARTING; waited += 10)
 	{
-		if (waited >= SW_START_TIMEOUT_MS)
-			return NULL;
+		if (waited >= SW_START_TIMEOUT_MS || (a->q->worker_pid > 0 && kill(a->q->worker_pid, 0) != 0))
+			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (pg_atomic_read_u32(&a->q->phase) != HW_SW_READY)
-	{
-		forget(a);
-		return NULL;
-	}
-	return a->q;
+	pg_read_barrier();          /* worker_procno was written before READY */
+	if (pg_atomic_read_u32(&a->q->phase) == HW_SW_READY)
+		return a->q;
+	/* it failed to start (its owner cannot connect, the model cannot be
+	 * loaded): not again at every call */
+	calls_before_retry = SW_RETRY_AFTER;
+	return NULL;
 }
 
 static void
@@ -321,19 +326,28 @@ copy_result(const HwSwResult *r, HwPrediction *out)
 	memcpy(out->ord_p, r->ord_p, sizeof(out->ord_p));
 }
 
-/* Takes the slot back from the worker after an interrupt: a posted request
- * is withdrawn, one in the worker's batch is left for the worker to free. */
+/* Takes the slot back from the worker: a posted request is withdrawn, one
+ * in the worker's batch is left for the worker to free. */
 static void
 abandon(HwSwSlot *slot)
 {
 	uint32      st = HW_SW_POSTED;
 
+	inflight = NULL;
 	if (pg_atomic_compare_exchange_u32(&slot->state, &st, HW_SW_FREE))
 		return;
 	st = HW_SW_RUNNING;
 	if (pg_atomic_compare_exchange_u32(&slot->state, &st, HW_SW_ABANDONED))
 		return;
 	pg_atomic_write_u32(&slot->state, HW_SW_FREE);     /* DONE or FAILED: ours to free */
+}
+
+/* A session that exits (FATAL) while it waits gives its slot back. */
+static void
+abandon_at_exit(int code, Datum arg)
+{
+	if (inflight != NULL)
+		abandon(inflight);
 }
 
 /* A cancel (an ERROR here) gives the slot back; an interrupt that does not
@@ -354,7 +368,7 @@ check_interrupts(HwSwSlot *slot)
 }
 
 /* Waits for the slot's answer: true with *out, false when the worker
- * failed it, stopped or died (the slot is freed either way). */
+ * failed it, stopped or died (the slot is given back either way). */
 static bool
 wait_answer(HwSwQueue *q, HwSwSlot *slot, HwPrediction *out)
 {
@@ -367,6 +381,9 @@ wait_answer(HwSwQueue *q, HwSwSlot *slot, HwPrediction *out)
 			pg_read_barrier();
 			if (st == HW_SW_DONE)
 				copy_result(&slot->result, out);
+			/* the result is read before the slot can be reused */
+			pg_memory_barrier();
+			inflight = NULL;
 			pg_atomic_write_u32(&slot->state, HW_SW_FREE);
 			return st == HW_SW_DONE;
 		}
@@ -383,31 +400,43 @@ wait_answer(HwSwQueue *q, HwSwSlot *slot, HwPrediction *out)
 	}
 }
 
-bool
-hw_serving_worker_predict(HwServing *s, int t, uint32 row, int64 obs, HwPrediction *out)
+/* A free slot of q, taken (FILLING), or NULL when the queue is full. */
+static HwSwSlot *
+claim_slot(HwSwQueue *q)
 {
-	HwSwQueue  *q;
-	HwSwSlot   *slot = NULL;
-
-	if (!hw_serving_worker_enabled || (q = find_worker(s, t)) == NULL)
-		return false;
-	for (int i = MyProcPid % HW_SW_SLOTS, k = 0; k < HW_SW_SLOTS && slot == NULL; k++, i = (i + 1) % HW_SW_SLOTS)
+	for (int i = MyProcPid % HW_SW_SLOTS, k = 0; k < HW_SW_SLOTS; k++, i = (i + 1) % HW_SW_SLOTS)
 	{
 		uint32      st = HW_SW_FREE;
 
 		if (pg_atomic_compare_exchange_u32(&q->slots[i].state, &st, HW_SW_FILLING))
-			slot = &q->slots[i];
+			return &q->slots[i];
 	}
-	if (slot == NULL)
-		return false;           /* the queue is full: this one runs here */
+	return NULL;
+}
+
+bool
+hw_serving_worker_predict(HwServing *s, int t, uint32 row, int64 obs, HwPrediction *out)
+{
+	HwSwQueue  *q;
+	HwSwSlot   *slot;
+
+	if (!hw_serving_worker_enabled || (q = find_worker(s, t)) == NULL || (slot = claim_slot(q)) == NULL)
+		return false;
+	if (!exit_hook_armed)
+	{
+		before_shmem_exit(abandon_at_exit, (Datum) 0);
+		exit_hook_armed = true;
+	}
 	slot->caller_procno = MyProc->pgprocno;
 	slot->task = t;
 	slot->row = row;
 	slot->obs = obs;
 	slot->precision = hw_serving_precision_setting();
+	inflight = slot;
 	pg_write_barrier();
 	pg_atomic_write_u32(&slot->state, HW_SW_POSTED);
 	/* a worker that began stopping after find_worker may never see it */
+	pg_memory_barrier();
 	if (pg_atomic_read_u32(&q->phase) != HW_SW_READY)
 	{
 		abandon(slot);

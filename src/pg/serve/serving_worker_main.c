@@ -122,6 +122,7 @@ run_task(Worker *w, int t, const int *ks, int n)
 	}
 	PG_CATCH();
 	{
+		MemoryContextSwitchTo(w->batch_cxt);
 		EmitErrorReport();
 		FlushErrorState();
 		ok = false;
@@ -203,29 +204,49 @@ load_model(Worker *w)
 	return ok;
 }
 
-/* Stops taking requests: answers what is posted, then leaves. */
+/* How the worker leaves, however it leaves (idle, told to, a FATAL while
+ * connecting, an ERROR): it takes no more requests, fails the posted ones
+ * (their sessions predict themselves), removes its rendezvous file if the
+ * file still names it, and unpins its segment, which goes once no session
+ * maps it.  A before_shmem_exit callback, run once. */
+static Worker *exiting;
+
 static void
-stop_serving(Worker *w, HwSwPhase phase)
+worker_exit(int code, Datum arg)
 {
+	Worker     *w = exiting;
 	char        path[MAXPGPATH];
 
+	if (w == NULL)
+		return;
+	exiting = NULL;
 	pg_atomic_write_u32(&w->q->phase, HW_SW_STOPPING);
 	pg_memory_barrier();
-	if (w->s != NULL && take_posted(w) > 0)
-		run_batch(w);
-	snprintf(path, sizeof(path), "pg_headwater/serving_worker/%u_%d_%lld_%d", w->q->dboid, w->q->model_id,
-			 (long long) w->q->checkpoint_id, w->q->average ? 1 : 0);
-	(void) unlink(path);
-	pg_atomic_write_u32(&w->q->phase, phase);
+	for (int i = 0; i < HW_SW_SLOTS; i++)
+	{
+		HwSwSlot   *slot = &w->q->slots[i];
+		uint32      st = pg_atomic_read_u32(&slot->state);
+
+		if (st == HW_SW_ABANDONED)
+			pg_atomic_write_u32(&slot->state, HW_SW_FREE);
+		else if ((st == HW_SW_POSTED || st == HW_SW_RUNNING) &&
+				 pg_atomic_compare_exchange_u32(&slot->state, &st, HW_SW_FAILED))
+			SetLatch(&ProcGlobal->allProcs[slot->caller_procno].procLatch);
+	}
+	hw_serving_worker_path(path, sizeof(path), w->q->dboid, w->q->model_id, w->q->checkpoint_id, w->q->average,
+						   w->q->state_key_hash);
+	hw_serving_worker_unlink_if(path, w->handle);
+	pg_atomic_write_u32(&w->q->phase, HW_SW_GONE);
 	dsm_unpin_segment(w->handle);
 }
 
 void
 hw_serving_worker_main(Datum main_arg)
 {
-	Worker      w = {0};
+	static Worker w;
 	dsm_segment *seg;
 	int         idle_ticks = 0;
+	uint32      starting = HW_SW_STARTING;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
@@ -233,18 +254,21 @@ hw_serving_worker_main(Datum main_arg)
 	if ((seg = dsm_attach(w.handle)) == NULL)
 		proc_exit(0);
 	w.q = dsm_segment_address(seg);
+	w.q->worker_pid = MyProcPid;
+	exiting = &w;
+	before_shmem_exit(worker_exit, (Datum) 0);
 	BackgroundWorkerInitializeConnectionByOid(w.q->dboid, w.q->roleoid, 0);
 	w.q->worker_procno = MyProc->pgprocno;
-	w.q->worker_pid = MyProcPid;
 	if (!load_model(&w))
 	{
 		ereport(LOG, (errmsg("headwater serving worker for %s stops: %s", w.q->task_ref, w.q->error)));
-		stop_serving(&w, HW_SW_GONE);
 		proc_exit(0);
 	}
 	w.batch_cxt = AllocSetContextCreate(TopMemoryContext, "headwater serving batch", ALLOCSET_DEFAULT_SIZES);
 	pg_write_barrier();
-	pg_atomic_write_u32(&w.q->phase, HW_SW_READY);
+	/* the session that started it may have given up on it meanwhile */
+	if (!pg_atomic_compare_exchange_u32(&w.q->phase, &starting, HW_SW_READY))
+		proc_exit(0);
 	/* idle time counted in wake-ups by the 1 s timeout with nothing
 	 * posted: a wall clock that jumps cannot stop a busy worker */
 	while (!ShutdownRequestPending && idle_ticks < w.q->idle_s)
@@ -273,6 +297,5 @@ hw_serving_worker_main(Datum main_arg)
 						 w.q->task_ref, (long long) w.q->checkpoint_id,
 						 ShutdownRequestPending ? "told to" : "idle", (unsigned long long) pg_atomic_read_u64(&w.q->rows),
 						 (unsigned long long) pg_atomic_read_u64(&w.q->batches))));
-	stop_serving(&w, HW_SW_GONE);
 	proc_exit(0);
 }

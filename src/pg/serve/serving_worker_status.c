@@ -69,15 +69,15 @@ rt_serving_workers(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	snprintf(prefix, sizeof(prefix), "%u_", MyDatabaseId);
-	if ((dir = AllocateDir("pg_headwater/serving_worker")) == NULL)
+	if ((dir = AllocateDir(HW_SW_DIR)) == NULL)
 		return (Datum) 0;
-	while ((de = ReadDirExtended(dir, "pg_headwater/serving_worker", LOG)) != NULL)
+	while ((de = ReadDirExtended(dir, HW_SW_DIR, LOG)) != NULL)
 	{
 		dsm_handle  h;
 
 		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || strstr(de->d_name, ".tmp.") != NULL)
 			continue;
-		snprintf(path, sizeof(path), "pg_headwater/serving_worker/%s", de->d_name);
+		snprintf(path, sizeof(path), HW_SW_DIR "/%s", de->d_name);
 		if ((h = hw_serving_worker_read_handle(path)) != DSM_HANDLE_INVALID)
 			worker_row(rsinfo->setResult, rsinfo->setDesc, h);
 		CHECK_FOR_INTERRUPTS();

@@ -643,6 +643,29 @@ end_schedule_here(TrainRun *run, const HwStepResult *res)
 	mcw->total_steps = (int32) run->step;
 }
 
+/* A checkpoint of the step, validated or not.  Under a time budget the
+ * schedule is read ahead of the step (sched_min_t, which the checkpoint
+ * does not keep): the saved copy ends its schedule where the run stands,
+ * as end_schedule_here does, so that a run resumed from it after a cancel
+ * or a crash goes on from this learning rate instead of jumping back. */
+static void
+save_checkpoint(TrainRun *run, const HwStepResult *res, bool validated)
+{
+	HwJobShared *job = run->job;
+	HwModelConfig *mcw = run->mcw;
+	HwModelConfig saved = *mcw;
+	bool        best = validated && !isnan(run->last_val) && run->last_val < run->best_val;
+
+	if (best)
+		run->best_val = run->last_val;
+	if (mcw->sched_min_t > (double) run->step)
+		end_schedule_here(run, res);
+	run->last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, run->lineage, run->model, run->position,
+										validated ? run->last_val : NAN, best, &run->st.s.scfg, run->st.s.preset,
+										run->task_val, validated ? run->ntask_val : 0);
+	*mcw = saved;
+}
+
 /* One iteration after the step: report, validate, checkpoint. */
 static void
 after_step(TrainRun *run, const HwStepResult *res)
@@ -650,9 +673,12 @@ after_step(TrainRun *run, const HwStepResult *res)
 	HwJobShared *job = run->job;
 	double      now = now_seconds();
 
-	double      step_s = run->eta_est.ema_step_s > 0 ? run->eta_est.ema_step_s : now - run->t_mark;
+	/* the step time's moving average (the first step, with its one-off
+	 * costs, would overstate the validation's estimate for good) */
+	double      step_s = run->eta_est.ema_step_s > 0 ? run->eta_est.ema_step_s : 0;
 
-	hw_budget_estimate_validation(&run->budget, step_s, run->val_batches_equiv);
+	if (step_s > 0)
+		hw_budget_estimate_validation(&run->budget, step_s, run->val_batches_equiv);
 	run->out_of_time = hw_budget_must_stop(&run->budget, now, step_s) && run->step < job->steps_target;
 	bool last = run->step == job->steps_target || run->out_of_time;
 
@@ -664,14 +690,11 @@ after_step(TrainRun *run, const HwStepResult *res)
 		validate_step(run, res);
 	if (run->out_of_time)
 		end_schedule_here(run, res);
-	if (run->step % run->st.s.checkpoint_every == 0 || last)
+	/* validations by time each write a checkpoint: their metrics choose
+	 * the serving checkpoint among them */
+	if (run->step % run->st.s.checkpoint_every == 0 || last || (do_val && run->st.s.val_by_time))
 	{
-		bool best = do_val && !isnan(run->last_val) && run->last_val < run->best_val;
-		if (best)
-			run->best_val = run->last_val;
-		run->last_ckpt = hw_checkpoint_save(job->job_id, job->model_id, run->lineage, run->model, run->position,
-											do_val ? run->last_val : NAN, best, &run->st.s.scfg, run->st.s.preset,
-											run->task_val, do_val ? run->ntask_val : 0);
+		save_checkpoint(run, res, do_val);
 		overhead = true;
 	}
 	/* validation / checkpoint time, spread over the steps in the ETA;
