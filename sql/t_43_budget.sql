@@ -65,6 +65,11 @@ SELECT count(DISTINCT l.step) BETWEEN 2 AND 20 AS validated_by_time
 FROM headwater.train_log l JOIN headwater.model m USING (model_id)
 WHERE m.name = 'm43' AND l.split = 'val'
   AND l.job_id = (SELECT (r ->> 'job_id')::bigint FROM r43c);
+-- each validation by time wrote a checkpoint, and every checkpoint ends its
+-- schedule where the run stood (a resume after a cancel goes on from there)
+SELECT count(*) FILTER (WHERE c.val_metric IS NOT NULL) >= 2 AS checkpoints_at_validations,
+       bool_and((c.config ->> 'total_steps')::int = c.step) AS schedules_end_at_their_step
+FROM headwater.checkpoint c WHERE c.job_id = (SELECT (r ->> 'job_id')::bigint FROM r43c);
 
 -- 3. checked at call time
 SELECT * FROM pg_temp.err($$SELECT rt_train('m43', steps => 10, preset => 'tiny', options => '{"max_minutes": 0}')$$);
