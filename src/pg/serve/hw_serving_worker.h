@@ -56,19 +56,6 @@ typedef enum HwSwPhase
 	HW_SW_GONE           /* failed to start or exited */
 } HwSwPhase;
 
-/* The answer: HwPrediction without its categorical probabilities. */
-typedef struct HwSwResult
-{
-	bool    is_null;
-	double  p_null;
-	double  value;
-	double  unrounded;
-	int32   label;
-	int32   K;
-	int32   ord_levels;
-	float   ord_p[HW_ORD_LEVELS];
-} HwSwResult;
-
 typedef struct HwSwSlot
 {
 	pg_atomic_uint32 state;      /* HwSwSlotState */
@@ -77,7 +64,7 @@ typedef struct HwSwSlot
 	uint32      row;             /* the anchor row in the snapshot */
 	int64       obs;             /* observation time, epoch µs (HW_NO_CUTOFF: none) */
 	int32       precision;       /* the session's headwater.inference_precision */
-	HwSwResult  result;
+	HwPrediction result;         /* the answer, without categorical probabilities (probs NULL) */
 } HwSwSlot;
 
 #define HW_SW_MAGIC 0x68777377   /* 'hwsw' */

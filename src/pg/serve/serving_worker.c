@@ -312,20 +312,6 @@ find_worker(HwServing *s, int t)
 	return NULL;
 }
 
-static void
-copy_result(const HwSwResult *r, HwPrediction *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->is_null = r->is_null;
-	out->p_null = r->p_null;
-	out->value = r->value;
-	out->unrounded = r->unrounded;
-	out->label = r->label;
-	out->K = r->K;
-	out->ord_levels = r->ord_levels;
-	memcpy(out->ord_p, r->ord_p, sizeof(out->ord_p));
-}
-
 /* Takes the slot back from the worker: a posted request is withdrawn, one
  * in the worker's batch is left for the worker to free. */
 static void
@@ -380,7 +366,7 @@ wait_answer(HwSwQueue *q, HwSwSlot *slot, HwPrediction *out)
 		{
 			pg_read_barrier();
 			if (st == HW_SW_DONE)
-				copy_result(&slot->result, out);
+				*out = slot->result;
 			/* the result is read before the slot can be reused */
 			pg_memory_barrier();
 			inflight = NULL;

@@ -76,16 +76,8 @@ answer(Worker *w, int i, const HwPrediction *p)
 
 	if (p != NULL)
 	{
-		HwSwResult *r = &slot->result;
-
-		r->is_null = p->is_null;
-		r->p_null = p->p_null;
-		r->value = p->value;
-		r->unrounded = p->unrounded;
-		r->label = p->label;
-		r->K = p->K;
-		r->ord_levels = p->ord_levels;
-		memcpy(r->ord_p, p->ord_p, sizeof(r->ord_p));
+		slot->result = *p;
+		slot->result.probs = NULL;      /* this process's memory: not sent */
 	}
 	pg_write_barrier();
 	if (!pg_atomic_compare_exchange_u32(&slot->state, &st, p != NULL ? HW_SW_DONE : HW_SW_FAILED))
