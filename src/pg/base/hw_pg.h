@@ -10,6 +10,8 @@
 #define HW_PG_H
 
 #include "postgres.h"
+
+#include "postmaster/bgworker.h"
 #include "fmgr.h"
 #include "core/snapshot.h"
 
@@ -32,6 +34,11 @@ HwSnapshot *hw_pg_snapshot_load_in_context(int32 model_id, MemoryContext cxt);
  * exception, which is flushed); any other error (a cancel, out of memory)
  * propagates.  type_input.c. */
 bool hw_pg_try_type_input(PGFunction input_fn, const char *s, Datum *result);
+
+/* pg_bgworker.c: w describes a headwater background worker running
+ * function (exported by the library) of bgw_type `type` with main_arg arg;
+ * the caller names it (bgw_name) and registers it. */
+void hw_pg_bgworker_init(BackgroundWorker *w, const char *function, const char *type, Datum arg);
 
 /* Rights on a model (access.c; docs/security.md).  OWN: the model's owner
  * role, its members, superusers.  PREDICT: those, plus roles granted with

@@ -31,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
+#include "pg/base/hw_pg.h"
 #include "pg/base/pg_owner.h"
 #include "pg/serve/hw_serving_worker.h"
 #include "pg/train/hw_train.h"
@@ -225,17 +226,9 @@ start_worker(HwServing *s, int t)
 	if (!OidIsValid(owner) || (seg = make_segment(s, t, owner)) == NULL)
 		return false;
 	h = dsm_segment_handle(seg);
-	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	w.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(w.bgw_library_name, BGW_MAXLEN, "headwater");
-	snprintf(w.bgw_function_name, BGW_MAXLEN, "hw_serving_worker_main");
+	hw_pg_bgworker_init(&w, "hw_serving_worker_main", HW_SW_TYPE, UInt32GetDatum(h));
 	snprintf(w.bgw_name, BGW_MAXLEN, "headwater serving %s checkpoint %lld", s->model_name,
 			 (long long) s->checkpoint_id);
-	snprintf(w.bgw_type, BGW_MAXLEN, HW_SW_TYPE);
-	w.bgw_main_arg = UInt32GetDatum(h);
-	w.bgw_notify_pid = MyProcPid;
 	/* the worker unpins it as it stops; this session's mapping goes now */
 	dsm_pin_segment(seg);
 	path_of(s, path, sizeof(path));

@@ -151,6 +151,8 @@ extern int hw_debug_rank_stall_ms;
 void   hw_train_launch_limits_lock(Oid role, const char *model_name);
 void   hw_train_launch_limits_unlock(void);
 void   hw_train_require_idle(int32 model_id, const char *model_name, const char *action);
+/* bgw_type of the training workers (counted by train_limits.c) */
+#define HW_TRAIN_WORKER_TYPE "headwater training"
 /* Live background workers of bgw_type type_name: on the server, and of role. */
 void   hw_count_background_workers(const char *type_name, Oid role, int *server, int *of_role);
 /* the lock classes of other launches that share the advisory tag's scheme */

@@ -460,16 +460,9 @@ launch_worker(TrainCall *c)
 	BackgroundWorker worker;
 	pid_t pid;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(worker.bgw_library_name, BGW_MAXLEN, "headwater");
-	snprintf(worker.bgw_function_name, BGW_MAXLEN, "hw_train_worker_main");
+	hw_pg_bgworker_init(&worker, "hw_train_worker_main", HW_TRAIN_WORKER_TYPE,
+						UInt32GetDatum(dsm_segment_handle(c->seg)));
 	snprintf(worker.bgw_name, BGW_MAXLEN, "headwater training job %lld", (long long) c->job_id);
-	snprintf(worker.bgw_type, BGW_MAXLEN, "headwater training");
-	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(c->seg));
-	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &c->handle))
 		ereport(ERROR,

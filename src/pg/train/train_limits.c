@@ -29,8 +29,6 @@
 
 #include "pg/train/hw_train.h"
 
-#define HW_WORKER_TYPE "headwater training"
-
 void
 hw_count_background_workers(const char *type_name, Oid role, int *server, int *of_role)
 {
@@ -71,7 +69,7 @@ hw_train_launch_limits_lock(Oid role, const char *model_name)
 
 	HW_SET_LOCKTAG(tag, InvalidOid, HW_LAUNCH_LOCK_CLASS, 0);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	hw_count_background_workers(HW_WORKER_TYPE, role, &server, &of_role);
+	hw_count_background_workers(HW_TRAIN_WORKER_TYPE, role, &server, &of_role);
 	if (server >= hw_max_training_workers)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
