@@ -282,8 +282,13 @@ find_worker(HwServing *s, int t)
 	if (a == NULL && (a = attach_existing(s)) == NULL)
 	{
 		/* a standby cannot run one; a failed start waits a while */
-		if (RecoveryInProgress() || calls_before_retry-- > 0)
+		if (RecoveryInProgress())
 			return NULL;
+		if (calls_before_retry > 0)
+		{
+			calls_before_retry--;
+			return NULL;
+		}
 		if ((a = start_or_find(s, t)) == NULL)
 			return NULL;
 	}
