@@ -166,6 +166,18 @@ typedef enum HwFutureParents
 const char *hw_future_parents_name(int policy);
 int         hw_future_parents_from_name(const char *name);
 
+/* HwSamplerConfig.count_windows: the time windows of the child counts and
+ * means (sampler_cells.c, "The child-count windows") */
+typedef enum HwCountWindows
+{
+	HW_COUNT_WINDOWS_EVENTS = 0,    /* from the events' own spacing up to 1.41 std (default) */
+	HW_COUNT_WINDOWS_STD = 1        /* 0.044 to 1.41 timestamp std (models trained before the option) */
+} HwCountWindows;
+
+/* "events" / "std"; NULL if out of range.  _from_name: -1 if unknown. */
+const char *hw_count_windows_name(int policy);
+int         hw_count_windows_from_name(const char *name);
+
 typedef struct HwSamplerConfig
 {
 	int32_t   batch_size;       /* B, default 32 */
@@ -179,6 +191,7 @@ typedef struct HwSamplerConfig
 	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
 								 * descendants 2-3 FKs down (below), default true */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
+	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_EVENTS */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */
 	uint64_t  seed;             /* sampling randomness, default 0 */
@@ -277,6 +290,9 @@ const uint32_t *hw_sampler_shard(const HwSampler *s, int task, int split, uint32
 /* Number of tasks / the config actually used. */
 int hw_sampler_ntasks(const HwSampler *s);
 const HwSamplerConfig *hw_sampler_config(const HwSampler *s);
+/* The child-count windows' widths in µs: out[j], j = 1..HW_CHILD_WINDOWS-1,
+ * the window (obs - out[j], obs] (out[0] = 0: all); widest last. */
+void hw_sampler_count_windows(const HwSampler *s, int64_t out[HW_CHILD_WINDOWS]);
 
 /* Source of each cell of the last batch built, for inspection
  * (rt_batch_sequence): global row of cell (b, s), or -1 for a virtual row /

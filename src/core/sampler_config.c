@@ -18,15 +18,17 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->recent_children = -1;
 	cfg->key_cells = false;
 	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
+	cfg->count_windows = HW_COUNT_WINDOWS_EVENTS;
 	cfg->cell_dropout = 0.0f;
 	cfg->descendant_counts = true;    /* brings churn closer to its planted rule and leaves orders_30d
 									   * and pagila unchanged (docs/BENCHMARKS.md) */
 	cfg->world_size = 1;
 }
 
-/* indexed by HwChildSampling and HwFutureParents */
+/* indexed by HwChildSampling, HwFutureParents and HwCountWindows */
 static const char *const child_sampling_names[] = {"recent", "uniform"};
 static const char *const future_parents_names[] = {"hide", "follow"};
+static const char *const count_windows_names[] = {"events", "std"};
 #define N_NAMES(a) ((int) (sizeof(a) / sizeof((a)[0])))
 
 const char *
@@ -51,6 +53,18 @@ int
 hw_future_parents_from_name(const char *name)
 {
 	return hw_enum_from_name(future_parents_names, N_NAMES(future_parents_names), name);
+}
+
+const char *
+hw_count_windows_name(int policy)
+{
+	return hw_enum_name(count_windows_names, N_NAMES(count_windows_names), policy);
+}
+
+int
+hw_count_windows_from_name(const char *name)
+{
+	return hw_enum_from_name(count_windows_names, N_NAMES(count_windows_names), name);
 }
 
 /* Whether x is in the range of the settings table's row of an option (the
@@ -82,17 +96,18 @@ sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 		hw_child_sampling_name(cfg->child_sampling) == NULL ||
 		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
 		hw_future_parents_name(cfg->future_parents) == NULL ||
+		hw_count_windows_name(cfg->count_windows) == NULL ||
 		!in_option_range("cell_dropout", (double) cfg->cell_dropout))
 	{
 		hw_error_set(err, HW_ERR_INVALID,
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (%g..%g), max_rows %d "
 					 "(%g..%g), bfs_child_width %d (0..%g), rank %d of world_size %d, child_sampling %d "
 					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
-					 "(hide 0, follow 1), cell_dropout %g (%g..%g)",
+					 "(hide 0, follow 1), count_windows %d (events 0, std 1), cell_dropout %g (%g..%g)",
 					 cfg->batch_size, cfg->seq_len, seq_len->min, seq_len->max, cfg->max_rows, max_rows->min,
 					 max_rows->max, cfg->bfs_child_width, width->max,
 					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
-					 cfg->future_parents, (double) cfg->cell_dropout, dropout->min, dropout->max);
+					 cfg->future_parents, cfg->count_windows, (double) cfg->cell_dropout, dropout->min, dropout->max);
 		return false;
 	}
 	return true;

@@ -289,6 +289,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->key_cells = info->config.scfg.key_cells;
 	cfg->descendant_counts = info->config.scfg.descendant_counts;
 	cfg->future_parents = info->config.scfg.future_parents;
+	cfg->count_windows = info->config.scfg.count_windows;
 	/* a config without a seed was sampled with seed 0 */
 	cfg->seed = info->config_present[hw_setting_index(seed)] ? info->config.mcfg.seed : 0;
 }
