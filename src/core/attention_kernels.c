@@ -476,42 +476,89 @@ bwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 	scatter_rows(dv, dV, iperm, S, H, h, dh, dhp);
 }
 
+/* What a driver's per-head function reads: the call's tensors and plan. */
+typedef struct HeadCall
+{
+	const HwAttnPlan *plan;
+	int          H, dh;
+	float       *out, *lse, *dq, *dk, *dv;
+	const float *q, *k, *v, *dout, *o, *lse_in;
+	const int32_t *cell;
+} HeadCall;
+
+/* One (b, h) of a call; w is NULL when the thread's work buffers could not
+ * be allocated: the head's outputs are then NaN, which the trainer's NaN
+ * check reports (the contract has no error channel). */
+typedef void (*HeadFn)(const HeadCall *c, AttnWork *w, int b, int h);
+
+/* fn on every (b, h) of the plan: one OpenMP task each, every thread with
+ * its own work buffers (backward: with the gradient buffers too). */
+static void
+for_each_head(const HeadCall *c, bool backward, HeadFn fn)
+{
+	int B = c->plan->B, H = c->H;
+
+#pragma omp parallel
+	{
+		AttnWork w;
+		int      ok = work_alloc(&w, c->plan->S, c->dh, backward) == 0;
+
+#pragma omp for schedule(dynamic, 1)
+		for (int bh = 0; bh < B * H; bh++)
+			fn(c, ok ? &w : NULL, bh / H, bh % H);
+		if (ok)
+			free(w.q);
+	}
+}
+
+static void
+forward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
+{
+	int     S = c->plan->S, H = c->H, dh = c->dh;
+	int64_t eo = (int64_t) b * S * H * dh, li = ((int64_t) b * H + h) * S;
+
+	if (w)
+	{
+		fwd_head(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, -1);
+		return;
+	}
+	for (int i = 0; i < S; i++)
+	{
+		c->lse[li + i] = NAN;
+		for (int d = 0; d < dh; d++)
+			c->out[eo + ((int64_t) i * H + h) * dh + d] = NAN;
+	}
+}
+
 void
 attn_block_sparse_forward(float *out, float *lse,
 						  const float *q, const float *k, const float *v,
 						  const HwAttnPlan *plan, int H, int dh)
 {
-	int B = plan->B, S = plan->S;
+	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .lse = lse, .q = q, .k = k, .v = v};
 
-#pragma omp parallel
+	for_each_head(&c, false, forward_one_head);
+}
+
+static void
+backward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
+{
+	int     S = c->plan->S, H = c->H, dh = c->dh;
+	int64_t eo = (int64_t) b * S * H * dh;
+
+	if (w)
 	{
-		AttnWork w;
-		int      ok = work_alloc(&w, S, dh, false) == 0;
-
-		/* on allocation failure this thread's heads get NaN, which the
-		 * trainer's NaN check reports; the contract has no error channel */
-#pragma omp for schedule(dynamic, 1)
-		for (int bh = 0; bh < B * H; bh++)
-		{
-			int     b = bh / H, h = bh % H;
-			int64_t eo = (int64_t) b * S * H * dh;
-
-			if (ok)
-				fwd_head(plan, b, h, H, dh, &w, out + eo, lse + (int64_t) bh * S,
-						 q + eo, k + eo, v + eo, -1);
-			else
-			{
-				for (int i = 0; i < S; i++)
-				{
-					lse[(int64_t) bh * S + i] = NAN;
-					for (int d = 0; d < dh; d++)
-						out[eo + ((int64_t) i * H + h) * dh + d] = NAN;
-				}
-			}
-		}
-		if (ok)
-			free(w.q);
+		bwd_head(c->plan, b, h, H, dh, w, c->dq + eo, c->dk + eo, c->dv + eo, c->dout + eo, c->o + eo,
+				 c->lse_in + ((int64_t) b * H + h) * S, c->q + eo, c->k + eo, c->v + eo);
+		return;
 	}
+	for (int i = 0; i < S; i++)
+		for (int d = 0; d < dh; d++)
+		{
+			int64_t o = eo + ((int64_t) i * H + h) * dh + d;
+
+			c->dq[o] = c->dk[o] = c->dv[o] = NAN;
+		}
 }
 
 void
@@ -520,63 +567,34 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 						   const float *q, const float *k, const float *v,
 						   const HwAttnPlan *plan, int H, int dh)
 {
-	int B = plan->B, S = plan->S;
+	HeadCall c = {.plan = plan, .H = H, .dh = dh, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .o = out,
+				  .lse_in = lse, .q = q, .k = k, .v = v};
 
-#pragma omp parallel
-	{
-		AttnWork w;
-		int      ok = work_alloc(&w, S, dh, true) == 0;
-
-#pragma omp for schedule(dynamic, 1)
-		for (int bh = 0; bh < B * H; bh++)
-		{
-			int     b = bh / H, h = bh % H;
-			int64_t eo = (int64_t) b * S * H * dh;
-
-			if (ok)
-				bwd_head(plan, b, h, H, dh, &w, dq + eo, dk + eo, dv + eo,
-						 dout + eo, out + eo, lse + (int64_t) bh * S, q + eo, k + eo, v + eo);
-			else
-			{
-				for (int i = 0; i < S; i++)
-					for (int d = 0; d < dh; d++)
-					{
-						int64_t o = eo + ((int64_t) i * H + h) * dh + d;
-						dq[o] = dk[o] = dv[o] = NAN;
-					}
-			}
-		}
-		if (ok)
-			free(w.q);
-	}
+	for_each_head(&c, true, backward_one_head);
 }
 
+/* one query cell per sequence: cell[b] (a global cell index), q [B, H*dh] */
+static void
+rows_one_head(const HeadCall *c, AttnWork *w, int b, int h)
+{
+	int     S = c->plan->S, dh = c->dh, D = c->H * dh;
+	int64_t eo = (int64_t) b * S * D;
+
+	if (w)
+	{
+		fwd_head(c->plan, b, h, c->H, dh, w, c->out + (int64_t) b * D, NULL, c->q + (int64_t) b * D, c->k + eo,
+				 c->v + eo, c->cell[b] - b * S);
+		return;
+	}
+	for (int d = 0; d < dh; d++)
+		c->out[(int64_t) b * D + h * dh + d] = NAN;
+}
 
 void
 attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
 							   const int32_t *cell, int H, int dh)
 {
-	int B = plan->B, S = plan->S, D = H * dh;
+	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell};
 
-#pragma omp parallel
-	{
-		AttnWork w;
-		int      ok = work_alloc(&w, S, dh, false) == 0;
-
-#pragma omp for schedule(dynamic, 1)
-		for (int bh = 0; bh < B * H; bh++)
-		{
-			int     b = bh / H, h = bh % H;
-			int64_t eo = (int64_t) b * S * D;
-
-			if (ok)
-				fwd_head(plan, b, h, H, dh, &w, out + (int64_t) b * D, NULL, q + (int64_t) b * D, k + eo, v + eo,
-						 cell[b] - b * S);
-			else
-				for (int d = 0; d < dh; d++)
-					out[(int64_t) b * D + h * dh + d] = NAN;
-		}
-		if (ok)
-			free(w.q);
-	}
+	for_each_head(&c, false, rows_one_head);
 }

@@ -170,8 +170,8 @@ int         hw_future_parents_from_name(const char *name);
  * means (sampler_cells.c, "The child-count windows") */
 typedef enum HwCountWindows
 {
-	HW_COUNT_WINDOWS_EVENTS = 0,    /* from the events' own spacing up to 1.41 std (default) */
-	HW_COUNT_WINDOWS_STD = 1        /* 0.044 to 1.41 timestamp std (models trained before the option) */
+	HW_COUNT_WINDOWS_EVENTS = 0,    /* from the events' own spacing up to 1.41 std */
+	HW_COUNT_WINDOWS_STD = 1        /* 0.044 to 1.41 timestamp std (default) */
 } HwCountWindows;
 
 /* "events" / "std"; NULL if out of range.  _from_name: -1 if unknown. */
@@ -191,7 +191,7 @@ typedef struct HwSamplerConfig
 	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
 								 * descendants 2-3 FKs down (below), default true */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
-	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_EVENTS */
+	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */
 	uint64_t  seed;             /* sampling randomness, default 0 */

@@ -99,7 +99,7 @@ event_spacing_us(const HwSampler *s)
  * descendant counts): window j = 1..11 counts the children dated in
  * (obs - w_j, obs], geometrically spaced from w_1 to w_11 = 2^(1/2)
  * timestamp std.  "std": w_1 = 2^(-9/2) std (0.044 std, the recency
- * ramps' spacing of 2^(1/2)).  "events" (the default): when even that
+ * ramps' spacing of 2^(1/2); the default).  "events": when even that
  * narrowest window is wider than the shortest typical interval between a
  * row's dated children (the pace, event_spacing_us), w_1 is half the pace
  * instead, so the windows reach down to single events; else the same
@@ -108,7 +108,9 @@ event_spacing_us(const HwSampler *s)
  * (std 24 years, pace 55 days) the narrowest window was 1.06 years, so
  * "matches in the last 90 days" could not be read, where a team plays
  * every few weeks.  (The demo shop: pace 7.6 days, narrowest std window
- * 6.9 days: unchanged.)
+ * 6.9 days: unchanged.)  An option, not the default: on that football
+ * database it was level with "std" over three seeds, better on one task
+ * and worse on another (docs/BENCHMARKS.md).
  */
 static void
 init_count_windows(HwSampler *s)

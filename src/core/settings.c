@@ -129,13 +129,13 @@ const HwSettingDef hw_settings[] = {
 	 .what = "a parent row dated after the observation time"},
 	/* absent: the checkpoint was trained with the windows of the std */
 	{.name = "count_windows", .type = HW_SETTING_ENUM, .names_of = hw_count_windows_name,
-	 .dflt = HW_COUNT_WINDOWS_EVENTS, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.count_windows),
+	 .dflt = HW_COUNT_WINDOWS_STD, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.count_windows),
 	 .field = HW_FIELD_I32, .flags = SAMPLER_KSS, .absent = "\"std\"",
-	 .hint = "count_windows must be \"events\" (the default: the child-count windows reach down to the "
-			 "spacing of the database's own events) or \"std\" (0.044 to 1.41 timestamp standard deviations, "
-			 "as before the option).",
-	 .choices = "\"events\" (the default) spaces the 11 windows from half the typical interval between a row's "
-				"dated children up to 1.41 timestamp std; \"std\" from 0.044 to 1.41 std.",
+	 .hint = "count_windows must be \"std\" (the default: 0.044 to 1.41 timestamp standard deviations) or "
+			 "\"events\" (on a long history, the child-count windows reach down to the pace of the database's "
+			 "own events).",
+	 .choices = "\"std\" (the default) spaces the 11 windows from 0.044 to 1.41 timestamp std; \"events\" from "
+				"half the typical interval between a row's dated children, where that is narrower.",
 	 .what = "the time windows of the child counts and means"},
 	/* absent: the checkpoint was trained without */
 	{.name = "descendant_counts", .type = HW_SETTING_BOOL, .dflt = 1, .group = HW_GROUP_SAMPLER,

@@ -1,6 +1,6 @@
 /*
  * test_sampler_windows.c: the child-count windows (count_windows): "std"
- * spaces them from 0.044 to 1.41 timestamp std; "events", the default,
+ * spaces them from 0.044 to 1.41 timestamp std (the default); "events"
  * reaches down to half the typical interval between a row's dated
  * children when the std's narrowest window is wider than that interval,
  * and is "std" to the bit otherwise.
@@ -205,7 +205,7 @@ UNIT_TEST(sampler_count_windows_names_and_config)
 	CHECK_EQ_INT(hw_count_windows_from_name("std"), HW_COUNT_WINDOWS_STD);
 	CHECK_EQ_INT(hw_count_windows_from_name("weekly"), -1);
 	hw_sampler_config_default(&cfg);
-	CHECK_EQ_INT(cfg.count_windows, HW_COUNT_WINDOWS_EVENTS);
+	CHECK_EQ_INT(cfg.count_windows, HW_COUNT_WINDOWS_STD);
 	HwSnapshot *s = league(false);
 	HwTask *t = team_task(s, 150);
 
