@@ -22,7 +22,7 @@
  * Determinism: batch k of a split is a pure function of (cfg.seed, cfg.rank,
  * cfg.world_size, split, k, snapshot, tasks, batch_size, seq_len, max_rows,
  * bfs_child_width, child_sampling, recent_children, key_cells, future_parents,
- * cell_dropout, task_weights)
+ * descendant_counts, count_windows, cell_dropout, task_weights)
  * -- never of n_threads or of which batches were drawn before.  So "sampler
  * position = batch number" for resuming.
  *
