@@ -76,7 +76,10 @@ cpu_destroy(HwBackend *be)
 	CpuCtx *c = be->ctx;
 
 	if (c)
+	{
 		free(c->scratch);
+		free(c->bpack);
+	}
 	free(c);
 	free(be);
 }
@@ -192,6 +195,7 @@ static const HwBackendOps cpu_ops = {
 	.bf16_weight_pack = cpu_bf16_weight_pack,
 	.bf16_weight_free = cpu_bf16_weight_free,
 	.gemm_bf16 = cpu_gemm_bf16,
+	.gemm_bf16_any = cpu_gemm_bf16_any,
 	.attn_forward_rows = cpu_attn_forward_rows,
 };
 

@@ -1,7 +1,10 @@
 /*
- * backend_cpu_bf16.c: the CPU backend's bf16 inference GEMM (backend.h,
- * bf16_*): C[M,N] (= or +=) A[M,K] @ W[N,K]^T with A and W rounded to
- * bf16 (round to nearest even) and fp32 accumulation by VDPBF16PS.
+ * backend_cpu_bf16.c: the CPU backend's bf16 GEMMs (backend.h, bf16_* and
+ * gemm_bf16_any): C[M,N] (= or +=) A[M,K] @ W[N,K]^T with A and W rounded
+ * to bf16 (round to nearest even) and fp32 accumulation by VDPBF16PS.  The
+ * served model packs its weights once (bf16_weight_pack); a training GEMM
+ * packs its B per call (gemm_bf16_any: B stored [N,K] or [K,N]), about 2%
+ * of the product's time at the training shapes.
  *
  * Only processors with AVX512_BF16 run it; it is compiled for that target
  * alone (no -march) and chosen at run time (cpu_bf16_usable), so the same
@@ -35,7 +38,9 @@
 #define PANEL   16                 /* output columns per panel (one zmm of fp32) */
 #define MR      6                  /* rows per register tile */
 #define NP      4                  /* panels per register tile: 6 x 4 = 24 accumulators */
-#define ROWBLK  48                 /* rows converted to bf16 per block (a multiple of MR) */
+#define ROWBLK  48                 /* rows converted to bf16 per block (a multiple of MR and of 16) */
+#define KCP     512                /* pairs of K per block of the sum (2 x 512 = 1024: the serving
+									* forward's K fit in one, so its sums run unblocked) */
 
 typedef struct CpuBf16Weight
 {
@@ -57,15 +62,39 @@ f32_to_bf16(float f)
 }
 
 bool
-cpu_bf16_usable(HwBackend *be)
+hw_backend_cpu_bf16_supported(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-	CpuCtx *c = be->ctx;
-
-	return !c->bf16_disabled && __builtin_cpu_supports("avx512bf16");
+	return __builtin_cpu_supports("avx512bf16");
 #else
 	return false;
 #endif
+}
+
+bool
+cpu_bf16_usable(HwBackend *be)
+{
+	CpuCtx *c = be->ctx;
+
+	return !c->bf16_disabled && hw_backend_cpu_bf16_supported();
+}
+
+/* dst [np][kp][PANEL][2] (see Layout) from the N x K matrix whose element
+ * (n, k) is B[n * sn + k * sk], the pad zero; panels shared by nt threads */
+static void
+pack_panels(uint16_t *dst, const float *B, size_t sn, size_t sk, int N, int K, int kp, int np, int nt)
+{
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+	for (int q = 0; q < np; q++)
+		for (int pr = 0; pr < kp; pr++)
+			for (int j = 0; j < PANEL; j++)
+				for (int t = 0; t < 2; t++)
+				{
+					int n = q * PANEL + j, k = 2 * pr + t;
+
+					dst[(((size_t) q * kp + pr) * PANEL + j) * 2 + t] =
+						n < N && k < K ? f32_to_bf16(B[(size_t) n * sn + (size_t) k * sk]) : 0;
+				}
 }
 
 void *
@@ -84,16 +113,7 @@ cpu_bf16_weight_pack(HwBackend *be, const float *W, int N, int K)
 		free(p);
 		return NULL;
 	}
-	for (int q = 0; q < p->np; q++)
-		for (int pr = 0; pr < p->kp; pr++)
-			for (int j = 0; j < PANEL; j++)
-				for (int t = 0; t < 2; t++)
-				{
-					int n = q * PANEL + j, k = 2 * pr + t;
-
-					p->w[(((size_t) q * p->kp + pr) * PANEL + j) * 2 + t] =
-						n < N && k < K ? f32_to_bf16(W[(size_t) n * K + k]) : 0;
-				}
+	pack_panels(p->w, W, K, 1, N, K, p->kp, p->np, 1);
 	return p;
 }
 
@@ -113,6 +133,17 @@ cpu_bf16_weight_free(HwBackend *be, void *packed)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
 
+/* pairs (x0[j], x1[j]) of two rows' 16 values, as 16 bf16 pairs */
+static inline __m512i
+interleave_pairs(__m512 x0, __m512 x1)
+{
+	static const uint16_t il[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+									8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
+	/* cvtne2ps puts x0 in the low half */
+	return _mm512_permutexvar_epi16(_mm512_loadu_si512((const void *) il), (__m512i) _mm512_cvtne2ps_pbh(x1, x0));
+}
+
 /* rows [M, K] fp32 (stride lda) -> [M, 2*kp] bf16 pairs, the pad zero */
 static void
 convert_rows(uint16_t *dst, const float *A, int lda, int M, int K, int kp)
@@ -131,12 +162,30 @@ convert_rows(uint16_t *dst, const float *A, int lda, int M, int K, int kp)
 		}
 }
 
-/* C[mr rows, np panels] from bf16 rows a (stride Kp) and panels b (stride
- * pstride): mr and np are constants at every call, so the accumulators
- * stay in registers; the last panel stores only `lastmask` columns */
+/* columns [m0, m0+mb) of A stored [K, M] (stride lda), pairs [p0, p1) of K
+ * -> pair-major bf16: pair p of column m0 + r at dwords (p - p0) * ROWBLK + r */
+static void
+convert_cols(uint16_t *dst, const float *A, int lda, int m0, int mb, int K, int p0, int p1)
+{
+	for (int p = p0; p < p1; p++)
+		for (int c0 = 0; c0 < mb; c0 += 16)
+		{
+			__mmask16    mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
+			const float *r0 = A + (size_t) (2 * p) * lda + m0 + c0;
+			__m512       x0 = _mm512_maskz_loadu_ps(mk, r0);
+			__m512       x1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, r0 + lda) : _mm512_setzero_ps();
+
+			_mm512_storeu_si512((void *) (dst + ((size_t) (p - p0) * ROWBLK + c0) * 2), interleave_pairs(x0, x1));
+		}
+}
+
+/* C[mr rows, np panels] (beta*C +) the kp pairs of bf16 rows a (pair p of
+ * row i at dwords i*rs + p*ps) by panels b (stride pstride): mr and np are
+ * constants at every call, so the accumulators stay in registers; the last
+ * panel stores only `lastmask` columns */
 static inline __attribute__((always_inline)) void
-tile(const uint16_t *a, int Kp, const uint16_t *b, size_t pstride, int kp, int mr, int np, float *C, int ldc,
-	 float beta, __mmask16 lastmask)
+tile(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstride, int kp, int mr, int np, float *C,
+	 int ldc, float beta, __mmask16 lastmask)
 {
 	__m512 acc[MR][NP];
 
@@ -153,15 +202,15 @@ tile(const uint16_t *a, int Kp, const uint16_t *b, size_t pstride, int kp, int m
 		for (int j = 0; j < np; j++)
 			bv[j] = (__m512bh) _mm512_load_si512((const void *) (b + j * pstride + (size_t) p * 2 * PANEL));
 #pragma GCC unroll 8
-	for (int i = 0; i < mr; i++)
+		for (int i = 0; i < mr; i++)
 		{
 			int32_t  pair;
 			__m512bh av;
 
-			memcpy(&pair, a + (size_t) i * Kp + 2 * p, 4);
+			memcpy(&pair, a + 2 * (i * rs + p * ps), 4);
 			av = (__m512bh) _mm512_set1_epi32(pair);
 #pragma GCC unroll 8
-		for (int j = 0; j < np; j++)
+			for (int j = 0; j < np; j++)
 				acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
 		}
 	}
@@ -184,15 +233,15 @@ tile(const uint16_t *a, int Kp, const uint16_t *b, size_t pstride, int kp, int m
 #define TILE_NP(MRV)                                                                          \
 	switch (np)                                                                               \
 	{                                                                                         \
-		case 1: tile(a, Kp, b, pstride, kp, MRV, 1, C, ldc, beta, lastmask); break;           \
-		case 2: tile(a, Kp, b, pstride, kp, MRV, 2, C, ldc, beta, lastmask); break;           \
-		case 3: tile(a, Kp, b, pstride, kp, MRV, 3, C, ldc, beta, lastmask); break;           \
-		default: tile(a, Kp, b, pstride, kp, MRV, 4, C, ldc, beta, lastmask); break;          \
+		case 1: tile(a, rs, ps, b, pstride, kp, MRV, 1, C, ldc, beta, lastmask); break;       \
+		case 2: tile(a, rs, ps, b, pstride, kp, MRV, 2, C, ldc, beta, lastmask); break;       \
+		case 3: tile(a, rs, ps, b, pstride, kp, MRV, 3, C, ldc, beta, lastmask); break;       \
+		default: tile(a, rs, ps, b, pstride, kp, MRV, 4, C, ldc, beta, lastmask); break;      \
 	}
 
 static void
-tile_any(const uint16_t *a, int Kp, const uint16_t *b, size_t pstride, int kp, int mr, int np, float *C, int ldc,
-		 float beta, __mmask16 lastmask)
+tile_any(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstride, int kp, int mr, int np,
+		 float *C, int ldc, float beta, __mmask16 lastmask)
 {
 	switch (mr)
 	{
@@ -205,60 +254,167 @@ tile_any(const uint16_t *a, int Kp, const uint16_t *b, size_t pstride, int kp, i
 	}
 }
 
-/* rows [m0, m0+mb) of C: convert them, then panel groups (each group's
- * panels stay in L1/L2) over the row tiles */
-static void
-gemm_row_block(const CpuBf16Weight *w, int q_first, int N, const float *A, int lda, float beta, float *C, int ldc,
-			   int m0, int mb, uint16_t *abuf)
+/* One task of a product: rows [m0, m0+mb) of C by panels [q_lo, q_hi) of
+ * w (relative to q_first).  op(A) row i is row i of A (stride lda) or,
+ * transA, column i of A stored [K, M].  K runs in blocks of KCP pairs (a
+ * block's panels and rows stay in L2), each block added to C in order;
+ * within a block, panel groups over the row tiles. */
+typedef struct RowTask
 {
-	int    Kp = 2 * w->kp, npan = (N + PANEL - 1) / PANEL;
-	size_t pstride = (size_t) w->kp * 2 * PANEL;
+	const CpuBf16Weight *w;
+	int          q_first, N;
+	const float *A;
+	int          lda;
+	bool         transA;
+	float        beta;
+	float       *C;
+	int          ldc;
+} RowTask;
 
-	convert_rows(abuf, A + (size_t) m0 * lda, lda, mb, w->K, w->kp);
-	for (int q0 = 0; q0 < npan; q0 += NP)
+static void
+gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *abuf)
+{
+	const CpuBf16Weight *w = t->w;
+	int    kp = w->kp;
+	size_t pstride = (size_t) kp * 2 * PANEL;
+
+	if (!t->transA)
+		convert_rows(abuf, t->A + (size_t) m0 * t->lda, t->lda, mb, w->K, kp);
+	for (int p0 = 0; p0 < kp; p0 += KCP)
 	{
-		int       np = npan - q0 < NP ? npan - q0 : NP;
-		int       lastcols = N - (q0 + np - 1) * PANEL;
-		__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
+		int             kcn = kp - p0 < KCP ? kp - p0 : KCP;
+		float           beta = p0 == 0 ? t->beta : 1.0f;
+		const uint16_t *a = t->transA ? abuf : abuf + 2 * (size_t) p0;
+		size_t          rs = t->transA ? 1 : (size_t) kp, ps = t->transA ? ROWBLK : 1;
 
-		for (int i0 = 0; i0 < mb; i0 += MR)
-			tile_any(abuf + (size_t) i0 * Kp, Kp, w->w + (q_first + q0) * pstride, pstride, w->kp, mb - i0 < MR ? mb - i0 : MR,
-					 np, C + (size_t) (m0 + i0) * ldc + q0 * PANEL, ldc, beta, lastmask);
+		if (t->transA)
+			convert_cols(abuf, t->A, t->lda, m0, mb, w->K, p0, p0 + kcn);
+		for (int q0 = q_lo; q0 < q_hi; q0 += NP)
+		{
+			int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
+			int       lastcols = t->N - (q0 + np - 1) * PANEL;
+			__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
+
+			for (int i0 = 0; i0 < mb; i0 += MR)
+				tile_any(a + 2 * (size_t) i0 * rs, rs, ps, w->w + (t->q_first + q0) * pstride + (size_t) p0 * 2 * PANEL,
+						 pstride, kcn, mb - i0 < MR ? mb - i0 : MR, np, t->C + (size_t) (m0 + i0) * t->ldc + q0 * PANEL,
+						 t->ldc, beta, lastmask);
+		}
+	}
+}
+
+/* B stored [K, N] (row stride ldb) -> panels: pair p of panel q is rows 2p
+ * and 2p+1, 16 columns each, converted and interleaved in one zmm */
+static void
+pack_rows_kn(uint16_t *dst, const float *B, int ldb, int N, int K, int kp, int np, int nt)
+{
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+	for (int q = 0; q < np; q++)
+	{
+		int       cols = N - q * PANEL >= PANEL ? PANEL : N - q * PANEL;
+		__mmask16 cm = (__mmask16) ((1u << cols) - 1u);
+
+		for (int pr = 0; pr < kp; pr++)
+		{
+			const float *r0 = B + (size_t) (2 * pr) * ldb + q * PANEL;
+			__m512       x0 = _mm512_maskz_loadu_ps(cm, r0);
+			__m512       x1 = 2 * pr + 1 < K ? _mm512_maskz_loadu_ps(cm, r0 + ldb) : _mm512_setzero_ps();
+
+			_mm512_store_si512((void *) (dst + ((size_t) q * kp + pr) * PANEL * 2), interleave_pairs(x0, x1));
+		}
 	}
 }
 
 #pragma GCC pop_options
+
+/* C[M, N] (= or beta*C +) op(A) @ columns [n0, n0 + N) of the packed w:
+ * tasks of ROWBLK rows, and when rows alone give the team too little
+ * work, also of column chunks (whole panel groups; an element's sum is the
+ * same whichever task computes it).  false: no memory for the converted
+ * rows (C untouched). */
+static bool
+gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const float *A, int lda, bool transA,
+			float beta, float *C, int ldc)
+{
+	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .beta = beta,
+				 .C = C, .ldc = ldc};
+	int     nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be), npan = (N + PANEL - 1) / PANEL;
+	int     ngroups = (npan + NP - 1) / NP, nchunk = 1, ntask, gper;
+	size_t  per_thread;   /* floats: ROWBLK rows of 2*kp bf16, or transA ROWBLK columns of a K block */
+	float  *scratch;
+
+	while (nblk * nchunk < 4 * nt && nchunk < ngroups)
+		nchunk++;
+	gper = (ngroups + nchunk - 1) / nchunk;
+	ntask = nblk * nchunk;
+	per_thread = (size_t) ROWBLK * (transA && w->kp > KCP ? KCP : w->kp);
+	if (nt > ntask)
+		nt = ntask;
+	if (!(scratch = cpu_scratch(be, per_thread * nt)))
+		return false;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+	for (int k = 0; k < ntask; k++)
+	{
+		uint16_t *abuf = (uint16_t *) (scratch + per_thread * omp_get_thread_num());
+		int       blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP;
+
+		if (g0 < npan)
+			gemm_row_block(&t, blk * ROWBLK, M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK, g0,
+						   g1 < npan ? g1 : npan, abuf);
+	}
+	return true;
+}
 
 void
 cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0, float beta,
 			  float *C, int ldc)
 {
 	const CpuBf16Weight *w = packed;
-	int                  nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be);
-	size_t               per_thread;
-	float               *scratch;
 
 	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
 		return;
-	per_thread = (size_t) ROWBLK * w->kp;     /* floats: ROWBLK rows of 2*kp bf16 */
-	if (nt > nblk)
-		nt = nblk;
 	/* out of memory: NaN rows, so the model stops with a numeric error */
-	if (!(scratch = cpu_scratch(be, per_thread * nt)))
-	{
+	if (!gemm_packed(be, w, n0, M, N, A, lda, false, beta, C, ldc))
 		for (int i = 0; i < M; i++)
 			for (int j = 0; j < N; j++)
 				C[(size_t) i * ldc + j] = NAN;
-		return;
-	}
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
-	for (int blk = 0; blk < nblk; blk++)
-	{
-		uint16_t *abuf = (uint16_t *) (scratch + per_thread * omp_get_thread_num());
+}
 
-		gemm_row_block(w, n0 / PANEL, N, A, lda, beta, C, ldc, blk * ROWBLK, M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK,
-					   abuf);
+/* the context's packed-B buffer of at least `bytes`, 64-byte aligned */
+static uint16_t *
+bpack_buffer(CpuCtx *c, size_t bytes)
+{
+	if (c->bpack_bytes < bytes)
+	{
+		void *p = NULL;
+
+		free(c->bpack);
+		c->bpack = NULL;
+		c->bpack_bytes = 0;
+		if (posix_memalign(&p, 64, bytes) != 0)
+			return NULL;
+		c->bpack = p;
+		c->bpack_bytes = bytes;
 	}
+	return c->bpack;
+}
+
+bool
+cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
+				  const float *B, int ldb, float beta, float *C, int ldc)
+{
+	CpuBf16Weight w = {.N = N, .K = K, .kp = (K + 1) / 2, .np = (N + PANEL - 1) / PANEL};
+	int           nt = cpu_nthreads(be);
+
+	if (!cpu_bf16_usable(be) || M <= 0 || N <= 0 || K <= 0)
+		return false;
+	if (!(w.w = bpack_buffer(be->ctx, (size_t) w.np * w.kp * PANEL * 2 * sizeof(uint16_t))))
+		return false;
+	if (transB)
+		pack_panels(w.w, B, ldb, 1, N, K, w.kp, w.np, nt);
+	else
+		pack_rows_kn(w.w, B, ldb, N, K, w.kp, w.np, nt);
+	return gemm_packed(be, &w, 0, M, N, A, lda, transA, beta, C, ldc);
 }
 #else
 void
@@ -266,5 +422,12 @@ cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const
 			  float *C, int ldc)
 {
 	/* never called: cpu_bf16_weight_pack returns NULL without AVX512_BF16 */
+}
+
+bool
+cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
+				  const float *B, int ldb, float beta, float *C, int ldc)
+{
+	return false;
 }
 #endif

@@ -26,6 +26,8 @@ typedef struct CpuCtx
 	float  *scratch;               /* partial sums of reductions */
 	size_t  scratch_n;
 	bool    bf16_disabled;         /* hw_backend_cpu_disable_bf16: fp32 even where AVX512_BF16 exists */
+	void   *bpack;                 /* gemm_bf16_any's packed B (64-byte aligned, grown, kept) */
+	size_t  bpack_bytes;
 } CpuCtx;
 
 /* the backend's OpenMP team size */
@@ -48,6 +50,7 @@ bool  cpu_bf16_usable(HwBackend *be);
 void *cpu_bf16_weight_pack(HwBackend *be, const float *W, int N, int K);
 void  cpu_bf16_weight_free(HwBackend *be, void *packed);
 void  cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0, float beta, float *C, int ldc);
+bool  cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* backend_cpu_norm.c */
 void cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D);
 void cpu_rmsnorm_backward(HwBackend *be, float *dx, float *dg, const float *dout, const float *x, const float *rstd, const float *g, int N, int D);

@@ -261,6 +261,15 @@ typedef struct HwBackendOps
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
 					   int n0, float beta, float *C, int ldc);
+	/* Training GEMMs in bf16 (the CPU backend on processors with
+	 * AVX512_BF16; NULL elsewhere): C[M,N] (=, or beta*C +) op(A) @ op(B),
+	 * stored as gemm's (A [M,K] or transA [K,M]; B [K,N] or transB [N,K]),
+	 * alpha 1; A and B rounded to bf16 on the fly (B packed per call), fp32
+	 * accumulation in fixed blocks of K, deterministic whatever the thread
+	 * count.  false: it did not run (not usable now, out of memory), C
+	 * untouched; the caller runs gemm instead. */
+	bool  (*gemm_bf16_any)(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
+						   const float *B, int ldb, float beta, float *C, int ldc);
 	/* Attention of one query cell per sequence (inference): out[B, H*dh]
 	 * (=) rows cell[b] (device int32, flat b*S + position) of attn_forward's
 	 * out, bit for bit; q [B, H*dh] those cells' query rows, k, v [N, H*dh].
@@ -287,5 +296,7 @@ void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
 /* disabled: the CPU backend reports bf16 as unusable (bf16_usable false) even
  * on a processor with AVX512_BF16 (tests of the fp32 fallback). */
 void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
+/* this processor has AVX512_BF16 and this build has the kernels for it */
+bool       hw_backend_cpu_bf16_supported(void);
 
 #endif /* HW_BACKEND_H */

@@ -372,6 +372,21 @@ typedef enum HwPrecision { HW_PRECISION_AUTO = 0, HW_PRECISION_FP32 = 1, HW_PREC
 int         hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err);
 /* the precision hw_model_predict uses now: HW_PRECISION_FP32 or HW_PRECISION_BF16 */
 HwPrecision hw_model_inference_precision(const HwModel *m);
+/* a precision's name ("auto", "fp32", "bf16"), NULL past the last */
+const char *hw_precision_name(int p);
+
+/* Precision of the training forward and backward's transformer-layer
+ * GEMMs that produce activations (the forward products and the input
+ * gradients; the weight gradients, encoder, attention, norms, heads and
+ * optimiser stay fp32).  BF16: both operands rounded to bf16, fp32
+ * accumulation (backend.h gemm_bf16_any: the CPU backend on processors
+ * with AVX512_BF16), about twice the fp32 GEMM's speed; AUTO: bf16 where
+ * the backend can, else fp32.  A model starts in FP32; it applies to
+ * everything hw_model_forward_backward, hw_model_train_step and
+ * hw_model_eval run on this model.  HW_ERR_INVALID: BF16 asked where the
+ * backend cannot. */
+int         hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err);
+HwPrecision hw_model_train_precision(const HwModel *m);
 
 /* Lower level (tests, the PyTorch fixture): forward + backward leaving the
  * gradients in the grad buffer, no update; then the update alone. */

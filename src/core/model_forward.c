@@ -95,7 +95,7 @@ forward_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	model_op_linear(m, lbl, "attn,wo",
 					(LinArgs){ .Y = a->o, .X = a->att, .W = P(p->wo), .dY = m->dO, .dX = m->datt,
 							   .dW = G(p->wo), .M = N, .Nout = D, .K = D, .ldx = D, .ldy = D,
-							   .dx_beta = 0.0f, .dw_beta = 1.0f }, NULL);
+							   .dx_beta = 0.0f, .dw_beta = 1.0f, .layer = true }, NULL);
 	snprintf(lbl, sizeof(lbl), "layer%d.%s.residual", l, sn);
 	model_op_gate_residual(m, lbl,
 						   (GateArgs){ .xout = xout, .xin = a->x_in, .gp = a->qkvg + 3 * D, .o = a->o, .dx = m->dx,

@@ -4,6 +4,21 @@
  */
 #include "core/model_ops.h"
 
+/* C[M,N] (=, or beta*C +) op(A) @ op(B), stored as the backend's gemm
+ * reads them, alpha 1: a transformer layer's products (layer: forward,
+ * input and weight gradients) in bf16 when the model trains so
+ * (model_precision.c) and the backend ran it, else the fp32 gemm */
+static void
+gemm_op(HwModel *m, bool layer, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
+		const float *B, int ldb, float beta, float *C, int ldc)
+{
+	HwBackend *be = m->be;
+
+	if (layer && m->train_bf16 && be->ops->gemm_bf16_any(be, transA, transB, M, N, K, A, lda, B, ldb, beta, C, ldc))
+		return;
+	be->ops->gemm(be, transA, transB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+}
+
 void
 model_rec(HwModel *m, const char *op, const char *label, const char *inputs, int64_t d0, int64_t d1,
 	hw_tape_backward_fn bw, const void *args, size_t sz, double t0)
@@ -22,13 +37,11 @@ linear_bw(void *ctx, const HwTapeRec *r)
 	HwBackend     *be = m->be;
 
 	if (a->dW)
-		be->ops->gemm(be, true, false, a->Nout, a->K, a->M, 1.0f, a->dY, a->ldy, a->X, a->ldx,
-					  a->dw_beta, a->dW, a->K);
+		gemm_op(m, a->layer, true, false, a->Nout, a->K, a->M, a->dY, a->ldy, a->X, a->ldx, a->dw_beta, a->dW, a->K);
 	if (a->db)
 		be->ops->bias_backward(be, a->db, a->dY, a->M, a->Nout);   /* dY rows contiguous (ldy == Nout) */
 	if (a->dX)
-		be->ops->gemm(be, false, false, a->M, a->K, a->Nout, 1.0f, a->dY, a->ldy, a->W, a->K,
-					  a->dx_beta, a->dX, a->ldx);
+		gemm_op(m, a->layer, false, false, a->M, a->K, a->Nout, a->dY, a->ldy, a->W, a->K, a->dx_beta, a->dX, a->ldx);
 }
 
 void
@@ -36,7 +49,7 @@ model_op_linear(HwModel *m, const char *label, const char *inputs, LinArgs a, co
 {
 	double t0 = hw_now_ms();
 
-	m->be->ops->gemm(m->be, false, true, a.M, a.Nout, a.K, 1.0f, a.X, a.ldx, a.W, a.K, 0.0f, a.Y, a.ldy);
+	gemm_op(m, a.layer, false, true, a.M, a.Nout, a.K, a.X, a.ldx, a.W, a.K, 0.0f, a.Y, a.ldy);
 	if (b)
 		m->be->ops->add_bias(m->be, a.Y, b, a.M, a.Nout);
 	model_rec(m, "linear", label, inputs, a.M, a.Nout, linear_bw, &a, sizeof(a), t0);
@@ -89,8 +102,8 @@ norm_linear_bw(void *ctx, const HwTapeRec *r)
 	HwBackend    *be = m->be;
 
 	be->ops->rmsnorm_forward(be, a->xn, a->rstd, a->x, a->g, a->N, a->D);
-	be->ops->gemm(be, true, false, a->Nout, a->D, a->N, 1.0f, a->dY, a->Nout, a->xn, a->D, 1.0f, a->dW, a->D);
-	be->ops->gemm(be, false, false, a->N, a->D, a->Nout, 1.0f, a->dY, a->Nout, a->W, a->D, 0.0f, a->dxn, a->D);
+	gemm_op(m, true, true, false, a->Nout, a->D, a->N, a->dY, a->Nout, a->xn, a->D, 1.0f, a->dW, a->D);
+	gemm_op(m, true, false, false, a->N, a->D, a->Nout, a->dY, a->Nout, a->W, a->D, 0.0f, a->dxn, a->D);
 	be->ops->rmsnorm_backward(be, a->dx, a->dg, a->dxn, a->x, a->rstd, a->g, a->N, a->D);
 }
 
@@ -100,7 +113,7 @@ model_op_norm_linear(HwModel *m, const char *label, const char *inputs, NLArgs a
 	double t0 = hw_now_ms();
 
 	m->be->ops->rmsnorm_forward(m->be, a.xn, a.rstd, a.x, a.g, a.N, a.D);
-	m->be->ops->gemm(m->be, false, true, a.N, a.Nout, a.D, 1.0f, a.xn, a.D, a.W, a.D, 0.0f, a.Y, a.Nout);
+	gemm_op(m, true, false, true, a.N, a.Nout, a.D, a.xn, a.D, a.W, a.D, 0.0f, a.Y, a.Nout);
 	model_rec(m, "norm_linear", label, inputs, a.N, a.Nout, norm_linear_bw, &a, sizeof(a), t0);
 }
 
@@ -168,8 +181,8 @@ swiglu_bw(void *ctx, const HwTapeRec *r)
 	HwBackend    *be = m->be;
 
 	be->ops->swiglu_forward(be, a->h, a->gu, a->N, a->F);
-	be->ops->gemm(be, true, false, a->D, a->F, a->N, 1.0f, a->dx, a->D, a->h, a->F, 1.0f, a->dW2, a->F);
-	be->ops->gemm(be, false, false, a->N, a->F, a->D, 1.0f, a->dx, a->D, a->W2, a->F, 0.0f, a->dh, a->F);
+	gemm_op(m, true, true, false, a->D, a->F, a->N, a->dx, a->D, a->h, a->F, 1.0f, a->dW2, a->F);
+	gemm_op(m, true, false, false, a->N, a->F, a->D, a->dx, a->D, a->W2, a->F, 0.0f, a->dh, a->F);
 	be->ops->swiglu_backward(be, a->dgu, a->dh, a->gu, a->N, a->F);
 }
 
@@ -181,7 +194,7 @@ model_op_swiglu_w2_residual(HwModel *m, const char *label, SwArgs sw)
 
 	be->ops->swiglu_forward(be, sw.h, sw.gu, sw.N, sw.F);
 	be->ops->memcpy_d2d(be, sw.xout, sw.xin, sizeof(float) * (size_t) sw.N * sw.D);
-	be->ops->gemm(be, false, true, sw.N, sw.D, sw.F, 1.0f, sw.h, sw.F, sw.W2, sw.F, 1.0f, sw.xout, sw.D);
+	gemm_op(m, true, false, true, sw.N, sw.D, sw.F, sw.h, sw.F, sw.W2, sw.F, 1.0f, sw.xout, sw.D);
 	model_rec(m, "swiglu_w2_residual", label, "x,gu,w2", sw.N, sw.D, swiglu_bw, &sw, sizeof(sw), t0);
 }
 

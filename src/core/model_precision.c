@@ -4,6 +4,9 @@
  * layers' weights (w4, wo, wgu, w2: ~all of the forward's GEMM work),
  * packed once by the backend (backend.h bf16_weight_pack) and read by
  * model_infer.c's GEMMs.  The encoder, attention, norms and heads stay fp32.
+ * And the training GEMMs' precision (hw_model_set_train_precision): a flag
+ * model_ops.c reads; their weights change every step, so the backend packs
+ * them per product (gemm_bf16_any).
  */
 #include "core/model_internal.h"
 
@@ -92,4 +95,32 @@ model_packed_refresh(HwModel *m, HwError *err)
 	if (!m->pk || (m->pk_step == m->step && m->pk_params == m->params))
 		return HW_OK;
 	return pack_layers(m, err);
+}
+
+const char *
+hw_precision_name(int p)
+{
+	static const char *const names[] = {"auto", "fp32", "bf16"};
+
+	return p >= 0 && p < (int) (sizeof(names) / sizeof(names[0])) ? names[p] : NULL;
+}
+
+int
+hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err)
+{
+	HwBackend *be = m->be;
+	bool       can = be->ops->gemm_bf16_any && backend_has_bf16(be);
+
+	if (p == HW_PRECISION_BF16 && !can)
+		return hw_error_set(err, HW_ERR_INVALID,
+							"training in bf16 needs a processor with AVX512_BF16 and the CPU backend (this one: %s)",
+							be->ops->name);
+	m->train_bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && can);
+	return HW_OK;
+}
+
+HwPrecision
+hw_model_train_precision(const HwModel *m)
+{
+	return m->train_bf16 ? HW_PRECISION_BF16 : HW_PRECISION_FP32;
 }

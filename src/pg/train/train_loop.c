@@ -144,6 +144,19 @@ release_resources(TrainResources *r)
 }
 
 
+/* The option train_precision on a rank's model (every rank alike). */
+static void
+set_train_precision(HwModel *model, const TrainSettings *st)
+{
+	HwError     err = {0};
+
+	if (hw_model_set_train_precision(model, (HwPrecision) st->s.train_precision, &err) != HW_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("train_precision \"bf16\" cannot run here: %s", err.msg),
+				 errhint("Use \"train_precision\": \"auto\" (bf16 where the processor can) or \"fp32\".")));
+}
+
 /*
  * Data parallel (docs/distributed.md): ranks 1..W-1 get their own backend
  * and a replica of rank 0's model made from its serialized state (the same
@@ -201,6 +214,7 @@ start_ranks(TrainResources *r, TrainSettings *st, HwJobShared *job, HwModel *mod
 														r->rbe[k], &err);
 			if (r->rmodel[k] == NULL)
 				hw_pg_raise_core_error(&err, psprintf("creating the model of rank %d", k));
+			set_train_precision(r->rmodel[k], st);
 			/* the schedule state rank 0 has (hw_lr_schedule_extend ran on it) */
 			rc = (HwModelConfig *) hw_model_config(r->rmodel[k]);
 			*rc = *mc;
@@ -432,6 +446,7 @@ build_model(TrainRun *run)
 	res->be = hw_pg_backend_create_rank(run->st.s.device, rank_threads, 0, run->job);
 	run->model = res->model = create_or_resume_model(&run->st, run->job, run->state_blob, run->state_len,
 													 res->col_emb, ncols, res->cat_emb, ncat, res->be);
+	set_train_precision(run->model, &run->st);
 	run->mcw = (HwModelConfig *) hw_model_config(run->model);
 	run->step = hw_model_step(run->model);
 	run->V = run->W * run->A;
