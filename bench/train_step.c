@@ -215,13 +215,22 @@ main(int argc, char **argv)
 			fprintf(stderr, "%s\n", err.msg);
 			return 1;
 		}
-		for (int k = 0; hw_precision_name(k); k++)
-			if (strcmp(precision, hw_precision_name(k)) == 0 &&
-				hw_model_set_train_precision(m, (HwPrecision) k, &err) != HW_OK)
+		{
+			int k = 0;
+
+			while (hw_precision_name(k) && strcmp(precision, hw_precision_name(k)) != 0)
+				k++;
+			if (!hw_precision_name(k))
+			{
+				fprintf(stderr, "--precision %s: expected fp32, bf16 or auto\n", precision);
+				return 1;
+			}
+			if (hw_model_set_train_precision(m, (HwPrecision) k, &err) != HW_OK)
 			{
 				fprintf(stderr, "%s\n", err.msg);
 				return 1;
 			}
+		}
 		c = *hw_model_config(m);
 		sp = (HwSynthSpec){ .B = c.batch_size, .S = c.seq_len, .d_text = dt, .target_stype = HW_ST_CATEGORICAL, .seed = 5, .pad_frac = 0.05f };
 		b = hw_synth_batch(&sp, 0);

@@ -3,8 +3,9 @@
  * gemm_bf16_any): C[M,N] (= or +=) A[M,K] @ W[N,K]^T with A and W rounded
  * to bf16 (round to nearest even) and fp32 accumulation by VDPBF16PS.  The
  * served model packs its weights once (bf16_weight_pack); a training GEMM
- * packs its B per call (gemm_bf16_any: B stored [N,K] or [K,N]), about 2%
- * of the product's time at the training shapes.
+ * packs its B per call (gemm_bf16_any: B stored [N,K] or [K,N]), a few
+ * percent of the product's time at the training shapes, and sums K in
+ * blocks (the served model's products sum it whole).
  *
  * Only processors with AVX512_BF16 run it; it is compiled for that target
  * alone (no -march) and chosen at run time (cpu_bf16_usable), so the same
@@ -39,8 +40,8 @@
 #define MR      6                  /* rows per register tile */
 #define NP      4                  /* panels per register tile: 6 x 4 = 24 accumulators */
 #define ROWBLK  48                 /* rows converted to bf16 per block (a multiple of MR and of 16) */
-#define KCP     512                /* pairs of K per block of the sum (2 x 512 = 1024: the serving
-									* forward's K fit in one, so its sums run unblocked) */
+#define KCP     512                /* training products: pairs of K per block of the sum (the
+									* served model's products sum K unblocked, as they always did) */
 
 typedef struct CpuBf16Weight
 {
@@ -256,7 +257,7 @@ tile_any(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstr
 
 /* One task of a product: rows [m0, m0+mb) of C by panels [q_lo, q_hi) of
  * w (relative to q_first).  op(A) row i is row i of A (stride lda) or,
- * transA, column i of A stored [K, M].  K runs in blocks of KCP pairs (a
+ * transA, column i of A stored [K, M].  K runs in blocks of kcp pairs (a
  * block's panels and rows stay in L2), each block added to C in order;
  * within a block, panel groups over the row tiles. */
 typedef struct RowTask
@@ -266,6 +267,7 @@ typedef struct RowTask
 	const float *A;
 	int          lda;
 	bool         transA;
+	int          kcp;          /* pairs of K per block of the sum */
 	float        beta;
 	float       *C;
 	int          ldc;
@@ -280,9 +282,9 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 
 	if (!t->transA)
 		convert_rows(abuf, t->A + (size_t) m0 * t->lda, t->lda, mb, w->K, kp);
-	for (int p0 = 0; p0 < kp; p0 += KCP)
+	for (int p0 = 0; p0 < kp; p0 += t->kcp)
 	{
-		int             kcn = kp - p0 < KCP ? kp - p0 : KCP;
+		int             kcn = kp - p0 < t->kcp ? kp - p0 : t->kcp;
 		float           beta = p0 == 0 ? t->beta : 1.0f;
 		const uint16_t *a = t->transA ? abuf : abuf + 2 * (size_t) p0;
 		size_t          rs = t->transA ? 1 : (size_t) kp, ps = t->transA ? ROWBLK : 1;
@@ -327,17 +329,17 @@ pack_rows_kn(uint16_t *dst, const float *B, int ldb, int N, int K, int kp, int n
 
 #pragma GCC pop_options
 
-/* C[M, N] (= or beta*C +) op(A) @ columns [n0, n0 + N) of the packed w:
- * tasks of ROWBLK rows, and when rows alone give the team too little
- * work, also of column chunks (whole panel groups; an element's sum is the
- * same whichever task computes it).  false: no memory for the converted
- * rows (C untouched). */
+/* C[M, N] (= or beta*C +) op(A) @ columns [n0, n0 + N) of the packed w,
+ * K summed in blocks of kcp pairs: tasks of ROWBLK rows, and when rows
+ * alone give the team too little work, also of column chunks (whole panel
+ * groups; an element's sum is the same whichever task computes it).
+ * false: no memory for the converted rows (C untouched). */
 static bool
 gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const float *A, int lda, bool transA,
-			float beta, float *C, int ldc)
+			int kcp, float beta, float *C, int ldc)
 {
-	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .beta = beta,
-				 .C = C, .ldc = ldc};
+	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .kcp = kcp,
+				 .beta = beta, .C = C, .ldc = ldc};
 	int     nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be), npan = (N + PANEL - 1) / PANEL;
 	int     ngroups = (npan + NP - 1) / NP, nchunk = 1, ntask, gper;
 	size_t  per_thread;   /* floats: ROWBLK rows of 2*kp bf16, or transA ROWBLK columns of a K block */
@@ -347,7 +349,7 @@ gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const f
 		nchunk++;
 	gper = (ngroups + nchunk - 1) / nchunk;
 	ntask = nblk * nchunk;
-	per_thread = (size_t) ROWBLK * (transA && w->kp > KCP ? KCP : w->kp);
+	per_thread = (size_t) ROWBLK * (transA && w->kp > kcp ? kcp : w->kp);
 	if (nt > ntask)
 		nt = ntask;
 	if (!(scratch = cpu_scratch(be, per_thread * nt)))
@@ -374,7 +376,7 @@ cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const
 	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
 		return;
 	/* out of memory: NaN rows, so the model stops with a numeric error */
-	if (!gemm_packed(be, w, n0, M, N, A, lda, false, beta, C, ldc))
+	if (!gemm_packed(be, w, n0, M, N, A, lda, false, w->kp, beta, C, ldc))
 		for (int i = 0; i < M; i++)
 			for (int j = 0; j < N; j++)
 				C[(size_t) i * ldc + j] = NAN;
@@ -414,7 +416,7 @@ cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, 
 		pack_panels(w.w, B, ldb, 1, N, K, w.kp, w.np, nt);
 	else
 		pack_rows_kn(w.w, B, ldb, N, K, w.kp, w.np, nt);
-	return gemm_packed(be, &w, 0, M, N, A, lda, transA, beta, C, ldc);
+	return gemm_packed(be, &w, 0, M, N, A, lda, transA, KCP, beta, C, ldc);
 }
 #else
 void

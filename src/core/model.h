@@ -375,16 +375,18 @@ HwPrecision hw_model_inference_precision(const HwModel *m);
 /* a precision's name ("auto", "fp32", "bf16"), NULL past the last */
 const char *hw_precision_name(int p);
 
-/* Precision of the training forward and backward's transformer-layer
- * GEMMs that produce activations (the forward products and the input
- * gradients; the weight gradients, encoder, attention, norms, heads and
- * optimiser stay fp32).  BF16: both operands rounded to bf16, fp32
- * accumulation (backend.h gemm_bf16_any: the CPU backend on processors
- * with AVX512_BF16), about twice the fp32 GEMM's speed; AUTO: bf16 where
- * the backend can, else fp32.  A model starts in FP32; it applies to
- * everything hw_model_forward_backward, hw_model_train_step and
- * hw_model_eval run on this model.  HW_ERR_INVALID: BF16 asked where the
- * backend cannot. */
+/* Precision of the transformer layers' GEMMs in training (forward, input
+ * and weight gradients; the encoder, attention, norms, heads, loss and
+ * optimiser stay fp32), on the CPU backend.  BF16: both operands rounded
+ * to bf16, fp32 accumulation (backend.h gemm_bf16_any, on processors with
+ * AVX512_BF16), about twice the fp32 GEMM's speed; AUTO: bf16 where the
+ * backend can, else fp32.  A backend without gemm_bf16_any (CUDA) keeps
+ * its own GEMM arithmetic (bf16 tensor cores by default, docs/cuda.md)
+ * whatever p.  A model starts in FP32; it applies to everything
+ * hw_model_forward_backward, hw_model_train_step and hw_model_eval run on
+ * this model.  HW_ERR_INVALID: BF16 asked on a CPU backend that cannot, or
+ * an unknown p.  hw_model_train_precision: BF16 when the CPU backend's
+ * bf16 products run. */
 int         hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err);
 HwPrecision hw_model_train_precision(const HwModel *m);
 

@@ -136,7 +136,7 @@ struct HwModel
 	 * (backend bf16_weight_pack; NULL: fp32), PK_* indexes; the step they
 	 * were taken at (model_precision.c) */
 	void        **pk;         /* [2*L*A + 2*L] or NULL */
-	bool          train_bf16; /* hw_model_set_train_precision: the taped GEMMs in bf16 (model_ops.c) */
+	bool          train_bf16; /* hw_model_set_train_precision: the layers' GEMMs in bf16 (model_ops.c) */
 	int64_t       pk_step;
 	const float  *pk_params;
 

@@ -14,7 +14,7 @@ typedef struct LinArgs
 {
 	float *Y; const float *X, *W; const float *dY; float *dX, *dW, *db;
 	int M, Nout, K, ldx, ldy; float dx_beta, dw_beta;
-	bool layer;    /* a transformer layer's product: bf16 when the model trains so (model_ops.c gemm_act) */
+	bool layer;    /* a transformer layer's product: bf16 when the model trains so (model_ops.c gemm_op) */
 } LinArgs;
 
 /* side features (relative time, link codes): e[N,D] += X[N,K] @ W[D,K]^T

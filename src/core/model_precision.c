@@ -111,6 +111,14 @@ hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err)
 	HwBackend *be = m->be;
 	bool       can = be->ops->gemm_bf16_any && backend_has_bf16(be);
 
+	if (p != HW_PRECISION_AUTO && p != HW_PRECISION_FP32 && p != HW_PRECISION_BF16)
+		return hw_error_set(err, HW_ERR_INVALID, "unknown training precision %d", (int) p);
+	if (!be->ops->gemm_bf16_any)
+	{
+		/* a GPU backend: its own GEMM arithmetic */
+		m->train_bf16 = false;
+		return HW_OK;
+	}
 	if (p == HW_PRECISION_BF16 && !can)
 		return hw_error_set(err, HW_ERR_INVALID,
 							"training in bf16 needs a processor with AVX512_BF16 and the CPU backend (this one: %s)",

@@ -74,8 +74,8 @@ const HwSettingDef hw_settings[] = {
 	 .group = HW_GROUP_INFRA, .offset = AT(train_precision), .field = HW_FIELD_I32,
 	 .hint = "train_precision must be \"auto\" (bf16 where the processor has AVX512_BF16, else fp32), \"fp32\" "
 			 "or \"bf16\" (the CPU backend on a processor with AVX512_BF16).",
-	 .what = "the arithmetic of the transformer layers' forward and input-gradient GEMMs in training: bf16 (fp32 "
-			 "accumulation) runs them about twice as fast on a processor with AVX512_BF16"},
+	 .what = "the arithmetic of the transformer layers' GEMMs in training on the CPU: bf16 (fp32 accumulation) "
+			 "runs them about twice as fast on a processor with AVX512_BF16"},
 	{.name = "task_weights", .type = HW_SETTING_WEIGHTS, .min = 0, .max = 1000000,
 	 .dflt_text = "sqrt(the task's train seeds) each when several tasks train", .group = HW_GROUP_SCHEDULE,
 	 .field = HW_FIELD_NONE, .what = "relative shares of the batches; absent tasks weigh 1"},

@@ -98,7 +98,7 @@ typedef struct HwSettings
 	int32_t     val_rows;           /* per task: its own metric on min(n_val, val_rows) val rows */
 	int32_t     checkpoint_every;
 	int32_t     threads;            /* as asked; 0 = every CPU (the worker clamps) */
-	int32_t     train_precision;    /* HwPrecision of the layers' activation GEMMs (model.h) */
+	int32_t     train_precision;    /* HwPrecision of the layers' training GEMMs (model.h) */
 	double      progress_seconds;
 	double      max_minutes;        /* time budget of the call; 0: none */
 	/* data parallel (docs/distributed.md): ranks x grad_accum micro-batches per step */

@@ -117,8 +117,8 @@ UNIT_TEST(train_gemm_bf16_against_reference)
 	hw_backend_destroy(be);
 }
 
-/* 1 and 2 threads: the same bits, for shapes that split rows only and
- * rows and columns (few rows: the weight-gradient products) */
+/* 1 and 2 threads: the same bits (2 threads also cut the columns of every
+ * shape here into chunks, 1 thread does not) */
 UNIT_TEST(train_gemm_bf16_thread_independent)
 {
 	HwError    err = {0};
