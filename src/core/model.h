@@ -393,6 +393,11 @@ HwPrecision hw_model_train_precision(const HwModel *m);
 /* Lower level (tests, the PyTorch fixture): forward + backward leaving the
  * gradients in the grad buffer, no update; then the update alone. */
 int hw_model_forward_backward(HwModel *m, const HwBatch *batch, float *loss, HwError *err);
+/* full: the training forward computes the last layer's tail (the last
+ * attention sublayer's projection and residual, the last FFN) for every
+ * cell, not only the target cells that reach the loss: the reference the
+ * pruned tail is tested against (the same loss and gradients; slower). */
+void hw_model_set_full_tail(HwModel *m, bool full);
 int hw_model_optimizer_step(HwModel *m, float *grad_norm, float *lr, HwError *err);
 /* Learning rate of step t (1-based) under the config's schedule. */
 float hw_lr_at(const HwModelConfig *cfg, int64_t t);

@@ -128,6 +128,13 @@ layout_activations(HwModel *m, HwArena *a)
 	m->colproj = hw_arena_floats(a, (int64_t) m->ncols * D);
 	m->dcolproj = hw_arena_floats(a, (int64_t) m->ncols * D);
 	m->xt = hw_arena_floats(a, B * D);
+	m->att_t = hw_arena_floats(a, B * D);
+	m->qg_t = hw_arena_floats(a, B * 4 * D);
+	m->x_t = hw_arena_floats(a, B * D);
+	m->datt_t = hw_arena_floats(a, B * D);
+	m->dqg_t = hw_arena_floats(a, B * 4 * D);
+	m->dx_t = hw_arena_floats(a, B * D);
+	m->d_iota = hw_arena_bytes(a, B * 4);
 	m->rstdf = hw_arena_floats(a, B);
 	m->hf = hw_arena_floats(a, B * D);
 	m->dhf = hw_arena_floats(a, B * D);
@@ -347,6 +354,16 @@ create_arena(HwModel *m, HwError *err)
 		return HW_ERR_NOMEM;
 	}
 	layout_activations(m, &m->arena);
+	{
+		int32_t *iota = malloc(sizeof(int32_t) * m->Bmax);
+
+		if (!iota)
+			return hw_error_set(err, HW_ERR_NOMEM, "out of memory creating the model");
+		for (int b = 0; b < m->Bmax; b++)
+			iota[b] = b;
+		m->be->ops->memcpy_h2d(m->be, m->d_iota, iota, sizeof(int32_t) * m->Bmax);
+		free(iota);
+	}
 	return HW_OK;
 }
 

@@ -66,7 +66,22 @@ forward_encoder(HwModel *m)
 								 .dx = m->de, .dg = G(m->o_enc_g), .N = N, .D = D, .zero_dx = 1 });
 }
 
-/* attention sublayer s of layer l: xout [N,D] = x_in + gate * (attention(qkvg(rms(x_in))) @ Wo^T) */
+/* Does the forward prune its tail?  Only the B target cells' rows reach
+ * the heads (the loss reads nothing else), so from the last attention
+ * sublayer's attention on (its output projection, gated residual and the
+ * last FFN) the training forward runs on those rows, gathered, as the
+ * serving forward does: the same loss and gradients, ~10% less work on
+ * the small preset.  The attention itself stays whole: its keys and values
+ * are every cell's. */
+static bool
+prunes_tail(const HwModel *m)
+{
+	return m->L > 0 && !m->full_tail;
+}
+
+/* attention sublayer s of layer l: xout [N,D] = x_in + gate * (attention(qkvg(rms(x_in))) @ Wo^T);
+ * the tail (prunes_tail, the last sublayer): after the attention, the B
+ * target rows only, xout [B,D], the residual gradient in dx_t [B,D] */
 static void
 forward_attention_sublayer(HwModel *m, int l, int s, float *xout)
 {
@@ -91,6 +106,26 @@ forward_attention_sublayer(HwModel *m, int l, int s, float *xout)
 					   (AttArgs){ .out = a->att, .lse = a->lse, .q = a->qs, .k = a->kn, .v = a->v,
 								  .plan = m->plans[s], .dout = m->datt, .dq = m->dqs, .dk = m->dkn, .dv = m->dv,
 								  .H = m->H, .dh = m->dh }, N);
+	if (prunes_tail(m) && l == m->L - 1 && s == m->A - 1)
+	{
+		snprintf(lbl, sizeof(lbl), "layer%d.%s.targets", l, sn);
+		model_op_target_rows(m, lbl,
+							 (RowsArgs){ .att = a->att, .qkvg = a->qkvg, .x_in = a->x_in, .att_t = m->att_t,
+										 .qg_t = m->qg_t, .x_t = m->x_t, .datt = m->datt, .dqkvg = m->dqkvg,
+										 .dx = m->dx, .datt_t = m->datt_t, .dqg_t = m->dqg_t, .dx_t = m->dx_t,
+										 .idx = m->d_tidx, .B = m->B, .N = N, .D = D });
+		snprintf(lbl, sizeof(lbl), "layer%d.%s.o", l, sn);
+		model_op_linear(m, lbl, "attn[targets],wo",
+						(LinArgs){ .Y = a->o, .X = m->att_t, .W = P(p->wo), .dY = m->dO, .dX = m->datt_t,
+								   .dW = G(p->wo), .M = m->B, .Nout = D, .K = D, .ldx = D, .ldy = D,
+								   .dx_beta = 0.0f, .dw_beta = 1.0f, .layer = true }, NULL);
+		snprintf(lbl, sizeof(lbl), "layer%d.%s.residual", l, sn);
+		model_op_gate_residual(m, lbl,
+							   (GateArgs){ .xout = xout, .xin = m->x_t, .gp = m->qg_t + 3 * D, .o = a->o,
+										   .dx = m->dx_t, .dgp = m->dqg_t + 3 * D, .dO = m->dO, .ld = 4 * D,
+										   .N = m->B, .D = D });
+		return;
+	}
 	snprintf(lbl, sizeof(lbl), "layer%d.%s.o", l, sn);
 	model_op_linear(m, lbl, "attn,wo",
 					(LinArgs){ .Y = a->o, .X = a->att, .W = P(p->wo), .dY = m->dO, .dX = m->datt,
@@ -102,25 +137,28 @@ forward_attention_sublayer(HwModel *m, int l, int s, float *xout)
 									   .dgp = m->dqkvg + 3 * D, .dO = m->dO, .ld = 4 * D, .N = N, .D = D });
 }
 
-/* feed-forward sublayer of layer l: xout [N,D] = x_in + swiglu(rms(x_in) @ Wgu^T) @ W2^T */
+/* feed-forward sublayer of layer l: xout [R,D] = x_in + swiglu(rms(x_in) @ Wgu^T) @ W2^T,
+ * R = N, or in the pruned tail (the last layer) the B target rows */
 static void
 forward_ffn_sublayer(HwModel *m, int l, float *xout)
 {
 	SubAct    *a = &m->fa[l];
 	FfnParams *p = &m->fp[l];
-	int        D = m->D, N = m->N;
+	bool       tail = prunes_tail(m) && l == m->L - 1;
+	int        D = m->D, R = tail ? m->B : m->N;
+	float     *dx = tail ? m->dx_t : m->dx;
 	char       lbl[48];
 
 	snprintf(lbl, sizeof(lbl), "layer%d.ffn.gu", l);
 	model_op_norm_linear(m, lbl, "x,norm.g,wg|wu",
 						 (NLArgs){ .Y = a->qkvg, .rstd = a->rstd, .x = a->x_in, .g = P(p->norm_g), .W = P(p->wgu),
-								   .dY = m->dgu, .dx = m->dx, .dg = G(p->norm_g), .dW = G(p->wgu),
-								   .xn = m->xn, .dxn = m->dxn, .N = N, .D = D, .Nout = 2 * m->F });
+								   .dY = m->dgu, .dx = dx, .dg = G(p->norm_g), .dW = G(p->wgu),
+								   .xn = m->xn, .dxn = m->dxn, .N = R, .D = D, .Nout = 2 * m->F });
 	snprintf(lbl, sizeof(lbl), "layer%d.ffn.residual", l);
 	model_op_swiglu_w2_residual(m, lbl,
-								(SwArgs){ .xout = xout, .xin = a->x_in, .gu = a->qkvg, .W2 = P(p->w2), .dx = m->dx,
+								(SwArgs){ .xout = xout, .xin = a->x_in, .gu = a->qkvg, .W2 = P(p->w2), .dx = dx,
 										  .dW2 = G(p->w2), .dgu = m->dgu, .h = m->hbuf, .dh = m->dhbuf,
-										  .N = N, .D = D, .F = m->F });
+										  .N = R, .D = D, .F = m->F });
 }
 
 /* the residual stream through every layer: x_in of sublayer 0 -> x_final */
@@ -145,9 +183,13 @@ forward_heads_and_loss(HwModel *m)
 	int        D = m->D, Dt = m->Dt, B = m->B, HZ = HW_HEAD_Z(m->D);
 	double     t0;
 
+	/* x_final: every cell's rows (the targets' at d_tidx), or the pruned
+	 * tail's B target rows */
+	bool       tail = prunes_tail(m);
+
 	model_op_final_norm(m, (HeadArgs){ .x = m->x_final, .xt = m->xt, .rstd = m->rstdf, .hf = m->hf, .g = P(m->o_final_g),
-									   .idx = m->d_tidx, .dhf = m->dhf, .dxt = m->dxt, .dg = G(m->o_final_g),
-									   .dx = m->dx, .B = B, .D = D });
+									   .idx = tail ? m->d_iota : m->d_tidx, .dhf = m->dhf, .dxt = m->dxt,
+									   .dg = G(m->o_final_g), .dx = tail ? m->dx_t : m->dx, .B = B, .D = D });
 	if (m->K > 0)
 		model_op_linear(m, "cat_block", "cat_table[start:start+K],enc.cat.w,enc.cat.b",
 						(LinArgs){ .Y = m->E, .X = m->catblock, .W = P(m->o_cat_w), .dY = m->dE,
@@ -208,6 +250,12 @@ forward(HwModel *m, const HwBatch *bt, float *loss_out, HwError *err)
 		return hw_error_set(err, HW_ERR_NUMERIC, "loss is %s at step %lld: training stopped, parameters unchanged",
 							isnan(*loss_out) ? "NaN" : "infinite", (long long) m->step + 1);
 	return HW_OK;
+}
+
+void
+hw_model_set_full_tail(HwModel *m, bool full)
+{
+	m->full_tail = full;
 }
 
 int

@@ -115,6 +115,12 @@ struct HwModel
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
+	/* the training forward's target tail (model_forward.c): the last
+	 * attention sublayer's attention, [q|k|v|gp] and x_in at the B target
+	 * cells and their gradients ([B,D], [B,4D]); d_iota [B] = 0..B-1 */
+	float        *att_t, *qg_t, *x_t, *datt_t, *dqg_t, *dx_t;
+	int32_t      *d_iota;
+	bool          full_tail;  /* hw_model_set_full_tail: the tail on every cell (the tests' reference) */
 	float        *Zo, *dZo;   /* [B, HW_ORD_LEVELS] ordinal head output and its gradient (cfg.ordinal_head) */
 	int           Kmax;
 

@@ -217,6 +217,34 @@ model_op_encoder(HwModel *m, EncArgs a, const HwEncWeights *w)
 }
 
 static void
+target_rows_bw(void *ctx, const HwTapeRec *r)
+{
+	HwModel        *m = ctx;
+	const RowsArgs *a = (const RowsArgs *) r->args.bytes;
+	HwBackend      *be = m->be;
+
+	be->ops->memset(be, a->datt, 0, sizeof(float) * (size_t) a->N * a->D);
+	be->ops->scatter_add_rows(be, a->datt, a->datt_t, a->idx, a->B, a->D);
+	be->ops->memset(be, a->dqkvg, 0, sizeof(float) * (size_t) a->N * 4 * a->D);
+	be->ops->scatter_add_rows(be, a->dqkvg, a->dqg_t, a->idx, a->B, 4 * a->D);
+	be->ops->scatter_add_rows(be, a->dx, a->dx_t, a->idx, a->B, a->D);
+}
+
+void
+model_op_target_rows(HwModel *m, const char *label, RowsArgs a)
+{
+	HwBackend *be = m->be;
+	double     t0 = hw_now_ms();
+
+	be->ops->gather_rows(be, a.att_t, a.att, a.idx, a.B, a.D);
+	be->ops->gather_rows(be, a.qg_t, a.qkvg, a.idx, a.B, 4 * a.D);
+	be->ops->gather_rows(be, a.x_t, a.x_in, a.idx, a.B, a.D);
+	be->ops->memset(be, a.dqg_t, 0, sizeof(float) * (size_t) a.B * 4 * a.D);
+	be->ops->memset(be, a.dx_t, 0, sizeof(float) * (size_t) a.B * a.D);
+	model_rec(m, "target_rows", label, "attn,qkvg,x", a.B, a.D, target_rows_bw, &a, sizeof(a), t0);
+}
+
+static void
 final_bw(void *ctx, const HwTapeRec *r)
 {
 	HwModel        *m = ctx;

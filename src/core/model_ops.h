@@ -63,6 +63,16 @@ typedef struct EncArgs
 	HwEncInputs in; HwEncGrads g; const float *de; int N, D, ncols, Uc, U;
 } EncArgs;
 
+/* target rows: att_t [B,D], qg_t [B,4D], x_t [B,D] = rows idx of att,
+ * qkvg, x_in [N,...]; backward: datt and dqkvg [N,...] (=) the scattered
+ * datt_t and dqg_t (zero elsewhere), dx (+=) the scattered dx_t.  The
+ * forward zeroes dqg_t and dx_t, which the tail's ops then fill. */
+typedef struct RowsArgs
+{
+	const float *att, *qkvg, *x_in; float *att_t, *qg_t, *x_t;
+	float *datt, *dqkvg, *dx; float *datt_t, *dqg_t, *dx_t; const int32_t *idx; int B, N, D;
+} RowsArgs;
+
 typedef struct HeadArgs
 {
 	const float *x; float *xt, *rstd, *hf; const float *g; const int32_t *idx;
@@ -74,6 +84,7 @@ void model_rec(HwModel *m, const char *op, const char *label, const char *inputs
 			   hw_tape_backward_fn bw, const void *args, size_t sz, double t0);
 
 void model_op_linear(HwModel *m, const char *label, const char *inputs, LinArgs a, const float *b);
+void model_op_target_rows(HwModel *m, const char *label, RowsArgs a);
 void model_op_side(HwModel *m, const char *label, const char *inputs, const float *X, int64_t w, int N, int K);
 void model_op_rmsnorm(HwModel *m, const char *label, const char *inputs, NormArgs a);
 void model_op_norm_linear(HwModel *m, const char *label, const char *inputs, NLArgs a);

@@ -1,0 +1,173 @@
+/*
+ * test_model_tail.c: the training forward's pruned tail (model_forward.c,
+ * prunes_tail): from the last attention sublayer's attention on, only the
+ * target cells' rows, against the same model computing that tail for every
+ * cell (hw_model_set_full_tail), the reference:
+ *  - the loss agrees to fp32 rounding (1e-5 relative) and every parameter's
+ *    gradient to 1e-4 of the gradient's norm, for all four target types;
+ *  - the gradient is not zero where the pruned rows feed it (the last
+ *    layer's weights), so the comparison compares something;
+ *  - three training steps then give the same parameters to 1e-4 relative.
+ */
+#include "unit.h"
+#include "core/model.h"
+#include "synth_batch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DT 64
+
+static HwModel *
+tail_model(HwBackend *be, uint16_t **colt, uint16_t **catt, HwError *err)
+{
+	HwModelConfig c;
+
+	hw_model_config_preset(&c, "tiny", err);
+	c.d_text = DT;
+	c.batch_size = 8;
+	c.seq_len = 64;
+	c.warmup_steps = 2;
+	c.total_steps = 20;
+	hw_synth_tables(DT, 3, colt, catt);
+	return hw_model_create(&c, *colt, HW_SYNTH_NCOLS, *catt, HW_SYNTH_NCAT, be, err);
+}
+
+/* loss and gradient of one forward and backward of batch i, full or pruned tail */
+static int
+loss_grad(HwModel *m, bool full, int stype, uint64_t i, float *loss, float *grad, HwError *err)
+{
+	HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = stype, .seed = 41 };
+	HwBatch    *b = hw_synth_batch(&sp, i);
+	int         rc;
+
+	hw_model_set_full_tail(m, full);
+	rc = hw_model_forward_backward(m, b, loss, err);
+	hw_batch_free(b);
+	return rc == HW_OK ? hw_model_get_flat(m, 1, grad) : rc;
+}
+
+static void
+check_type(int stype)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(2, &err);
+	uint16_t  *colt, *catt;
+	HwModel   *m = tail_model(be, &colt, &catt, &err);
+	int64_t    n;
+	float     *gf, *gp, lf, lp;
+	double     dn = 0, nf = 0;
+
+	CHECK(m != NULL);
+	n = hw_model_numel(m);
+	gf = malloc(sizeof(float) * n);
+	gp = malloc(sizeof(float) * n);
+	CHECK_EQ_INT(loss_grad(m, true, stype, 0, &lf, gf, &err), HW_OK);
+	CHECK_EQ_INT(loss_grad(m, false, stype, 0, &lp, gp, &err), HW_OK);
+	for (int64_t i = 0; i < n; i++)
+	{
+		dn += ((double) gf[i] - gp[i]) * ((double) gf[i] - gp[i]);
+		nf += (double) gf[i] * gf[i];
+	}
+	printf("  stype %d: loss full %.7f pruned %.7f, |grad difference| / |grad| %.2e\n", stype, lf, lp, sqrt(dn / nf));
+	CHECK_CLOSE(lp, lf, 0, 1e-5);
+	CHECK_MSG(nf > 0 && sqrt(dn / nf) < 1e-4, "gradients differ: %.3e of the norm", sqrt(dn / nf));
+	free(gf);
+	free(gp);
+	hw_model_free(m);
+	hw_backend_destroy(be);
+	free(colt);
+	free(catt);
+}
+
+UNIT_TEST(model_tail_numerical) { check_type(HW_ST_NUMERICAL); }
+UNIT_TEST(model_tail_categorical) { check_type(HW_ST_CATEGORICAL); }
+UNIT_TEST(model_tail_boolean) { check_type(HW_ST_BOOLEAN); }
+UNIT_TEST(model_tail_timestamp) { check_type(HW_ST_TIMESTAMP); }
+
+/* the last layer's output projection and FFN weights get a gradient only
+ * through the tail: nonzero in both */
+UNIT_TEST(model_tail_last_layer_weights_get_gradient)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(1, &err);
+	uint16_t  *colt, *catt;
+	HwModel   *m = tail_model(be, &colt, &catt, &err);
+	const HwModelConfig *c;
+	char       name[64];
+	float      loss, *g;
+	int64_t    n;
+
+	CHECK(m != NULL);
+	c = hw_model_config(m);
+	n = hw_model_numel(m);
+	g = malloc(sizeof(float) * n);
+	CHECK_EQ_INT(loss_grad(m, false, HW_ST_NUMERICAL, 1, &loss, g, &err), HW_OK);
+	free(g);
+	snprintf(name, sizeof(name), "layer%d.ffn.w2", c->n_layers - 1);
+	{
+		float  w2[4096 * 4];
+		int64_t k = (int64_t) c->d_model * c->d_ff;
+		double s = 0;
+
+		CHECK(k <= (int64_t) (sizeof(w2) / sizeof(w2[0])));
+		CHECK_EQ_INT(hw_model_get_tensor(m, 1, name, w2, k, &err), HW_OK);
+		for (int64_t i = 0; i < k; i++)
+			s += fabs(w2[i]);
+		CHECK_MSG(s > 0, "%s has no gradient", name);
+	}
+	hw_model_free(m);
+	hw_backend_destroy(be);
+	free(colt);
+	free(catt);
+}
+
+/* three steps with each, from the same start: the same parameters to 1e-4 */
+UNIT_TEST(model_tail_steps_match)
+{
+	HwError    err = {0};
+	HwBackend *be[2] = {hw_backend_cpu_create(2, &err), hw_backend_cpu_create(2, &err)};
+	uint16_t  *colt[2], *catt[2];
+	HwModel   *m[2];
+	float     *p[2];
+	int64_t    n;
+	double     dn = 0, np = 0;
+
+	for (int t = 0; t < 2; t++)
+	{
+		HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = HW_ST_CATEGORICAL, .seed = 43 };
+
+		m[t] = tail_model(be[t], &colt[t], &catt[t], &err);
+		CHECK(m[t] != NULL);
+		hw_model_set_full_tail(m[t], t == 0);
+		for (int s = 0; s < 3; s++)
+		{
+			HwBatch     *b = hw_synth_batch(&sp, (uint64_t) s);
+			HwStepResult r;
+
+			CHECK_EQ_INT(hw_model_train_step(m[t], b, &r, &err), HW_OK);
+			hw_batch_free(b);
+		}
+	}
+	n = hw_model_numel(m[0]);
+	for (int t = 0; t < 2; t++)
+	{
+		p[t] = malloc(sizeof(float) * n);
+		hw_model_get_flat(m[t], 0, p[t]);
+	}
+	for (int64_t i = 0; i < n; i++)
+	{
+		dn += ((double) p[0][i] - p[1][i]) * ((double) p[0][i] - p[1][i]);
+		np += (double) p[0][i] * p[0][i];
+	}
+	CHECK_MSG(sqrt(dn / np) < 1e-4, "parameters after 3 steps differ: %.3e of the norm", sqrt(dn / np));
+	for (int t = 0; t < 2; t++)
+	{
+		free(p[t]);
+		hw_model_free(m[t]);
+		hw_backend_destroy(be[t]);
+		free(colt[t]);
+		free(catt[t]);
+	}
+}
