@@ -289,13 +289,13 @@ main(int argc, char **argv)
 			if (strcmp(r->op, "linear") == 0 || strcmp(r->op, "norm_linear") == 0 ||
 				strcmp(r->op, "swiglu_w2_residual") == 0)
 			{
-				double k = strcmp(r->op, "swiglu_w2_residual") == 0 ? F : (r->shape[0] == N ? D : dt);
+				/* rows x out x K: K is F for the FFN's down projection, D for
+				 * the layers' other products (the last layer's tail on the
+				 * target rows only) and the heads, d_text for the encoder's */
+				bool   layer_or_head = strncmp(r->label, "layer", 5) == 0 || strcmp(r->label, "heads") == 0 ||
+					strcmp(r->label, "cat_logits") == 0;
+				double k = strcmp(r->op, "swiglu_w2_residual") == 0 ? F : layer_or_head ? D : dt;
 				double f = 2.0 * r->shape[0] * r->shape[1] * k;
-
-				if (strcmp(r->op, "swiglu_w2_residual") == 0)
-					f = 2.0 * N * D * F;
-				if (strcmp(r->label, "heads") == 0 || strcmp(r->label, "cat_logits") == 0)
-					k = D, f = 2.0 * r->shape[0] * r->shape[1] * D;
 				mm_flop += 3 * f;
 				mm_ms += r->fwd_ms + r->bwd_ms;
 			}

@@ -16,29 +16,12 @@
  */
 #include "unit.h"
 #include "core/backend.h"
+#include "bf16_ref.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* round to nearest even, as an independent reference of the kernel's rounding */
-static float
-round_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static float
-frand(uint64_t *s)
-{
-	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
-	return (float) ((*s >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
-}
 
 static HwBackend *
 bf16_backend(int threads)

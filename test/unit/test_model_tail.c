@@ -17,21 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DT 64
+#define DT HW_SYNTH_TINY_DT
 
 static HwModel *
 tail_model(HwBackend *be, uint16_t **colt, uint16_t **catt, HwError *err)
 {
-	HwModelConfig c;
-
-	hw_model_config_preset(&c, "tiny", err);
-	c.d_text = DT;
-	c.batch_size = 8;
-	c.seq_len = 64;
-	c.warmup_steps = 2;
-	c.total_steps = 20;
-	hw_synth_tables(DT, 3, colt, catt);
-	return hw_model_create(&c, *colt, HW_SYNTH_NCOLS, *catt, HW_SYNTH_NCAT, be, err);
+	return hw_synth_tiny_model(be, 8, 64, colt, catt, err);
 }
 
 /* loss and gradient of one forward and backward of batch i, full or pruned tail */

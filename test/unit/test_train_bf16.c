@@ -20,31 +20,14 @@
 #include "core/backend.h"
 #include "core/model.h"
 #include "synth_batch.h"
+#include "bf16_ref.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DT 64
-
-static float
-round_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, 4);
-	u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static float
-frand(uint64_t *s)
-{
-	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
-	return (float) ((*s >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
-}
+#define DT HW_SYNTH_TINY_DT
 
 static bool
 has_bf16(HwBackend *be)
@@ -152,16 +135,7 @@ UNIT_TEST(train_gemm_bf16_thread_independent)
 static HwModel *
 tiny_model(HwBackend *be, uint16_t **colt, uint16_t **catt, HwError *err)
 {
-	HwModelConfig c;
-
-	hw_model_config_preset(&c, "tiny", err);
-	c.d_text = DT;
-	c.batch_size = 8;
-	c.seq_len = 64;
-	c.warmup_steps = 2;
-	c.total_steps = 20;
-	hw_synth_tables(DT, 3, colt, catt);
-	return hw_model_create(&c, *colt, HW_SYNTH_NCOLS, *catt, HW_SYNTH_NCAT, be, err);
+	return hw_synth_tiny_model(be, 8, 64, colt, catt, err);
 }
 
 UNIT_TEST(train_precision_refused_where_unusable)
