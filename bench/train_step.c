@@ -2,7 +2,7 @@
  * bench/train_step.c: training-step speed of the CPU backend.
  *
  *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
- *                        [--set key=value ...] [--precision fp32|bf16|auto]
+ *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail]
  *   bench/bin/train_step --gemm-shapes     (one-thread sgemm on the backend's block shapes)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
@@ -17,6 +17,8 @@
  * --set count_ramps=0 to time a step without the count ramps.
  * --precision: the training GEMMs' precision (hw_model_set_train_precision;
  * with bf16 the GEMM share below counts only the fp32 products left).
+ * --full-tail: the last layer's tail on every cell, not only the target
+ * cells (hw_model_set_full_tail: the step before the tail was pruned).
  * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
  * figures (the benchmark itself does not touch the environment).
  */
@@ -115,6 +117,7 @@ main(int argc, char **argv)
 {
 	const char *presets[8];
 	const char *precision = "fp32";
+	bool        full_tail = false;
 	int         np = 0, steps = 3, threads = 0, layers = 0, tape = 0, dt = 256;
 	double      ema = 0;
 	const char *sets[16];
@@ -138,6 +141,8 @@ main(int argc, char **argv)
 			sets[nsets++] = argv[++i];
 		else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc)
 			precision = argv[++i];
+		else if (strcmp(argv[i], "--full-tail") == 0)
+			full_tail = true;
 		else if (strcmp(argv[i], "--gemm-shapes") == 0)
 		{
 			gemm_shapes();
@@ -231,6 +236,7 @@ main(int argc, char **argv)
 				return 1;
 			}
 		}
+		hw_model_set_full_tail(m, full_tail);
 		c = *hw_model_config(m);
 		sp = (HwSynthSpec){ .B = c.batch_size, .S = c.seq_len, .d_text = dt, .target_stype = HW_ST_CATEGORICAL, .seed = 5, .pad_frac = 0.05f };
 		b = hw_synth_batch(&sp, 0);
@@ -322,8 +328,9 @@ main(int argc, char **argv)
 			}
 			att_flop = 7.0 * 2.0 * (double) pairs * D * c.n_layers;
 		}
-		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads, training GEMMs in %s\n", presets[pi], D, c.n_heads,
-			   c.n_layers, c.batch_size, c.seq_len, F, threads, hw_precision_name(hw_model_train_precision(m)));
+		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads, training GEMMs in %s, last layer's tail on %s\n",
+			   presets[pi], D, c.n_heads, c.n_layers, c.batch_size, c.seq_len, F, threads,
+			   hw_precision_name(hw_model_train_precision(m)), full_tail ? "every cell" : "the target cells");
 		printf("  step %.1f ms, %.0f tokens/s\n", best, N / (best / 1e3));
 		if (hw_model_has_ema(m))
 		{

@@ -1,6 +1,6 @@
--- t_54_train_precision: the option train_precision ("fp32" by default;
--- "bf16" runs the transformer layers' GEMMs in bf16 with fp32 accumulation
--- on a processor with AVX512_BF16; "auto": bf16 where the processor can).
+-- t_54_train_precision: the option train_precision ("auto" by default: bf16
+-- where the processor can; "bf16" runs the transformer layers' GEMMs in bf16
+-- with fp32 accumulation on a processor with AVX512_BF16; "fp32").
 -- The arithmetic itself is checked against fp32 in test_train_bf16.c; here:
 -- the option's errors, its default, that "fp32" and "auto" train on any
 -- machine, and that "bf16" either trains (AVX512_BF16) or is refused with

@@ -70,7 +70,7 @@ const HwSettingDef hw_settings[] = {
 		  HW_SETTING_STORED | HW_SETTING_KEPT, "initialisation and sampling seed"),
 	INFRA("threads", HW_SETTING_INT, 0, 1024, 0, threads, HW_FIELD_I32,
 		  "0: one per CPU of the server; more than it has are clamped to it"),
-	{.name = "train_precision", .type = HW_SETTING_ENUM, .names_of = hw_precision_name, .dflt = HW_PRECISION_FP32,
+	{.name = "train_precision", .type = HW_SETTING_ENUM, .names_of = hw_precision_name, .dflt = HW_PRECISION_AUTO,
 	 .group = HW_GROUP_INFRA, .offset = AT(train_precision), .field = HW_FIELD_I32,
 	 .hint = "train_precision must be \"auto\" (bf16 where the processor has AVX512_BF16, else fp32), \"fp32\" "
 			 "or \"bf16\" (the CPU backend on a processor with AVX512_BF16).",
