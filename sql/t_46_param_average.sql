@@ -25,14 +25,15 @@ SELECT rt_create_model('m46', 't46') IS NOT NULL AS created;
 SELECT (rt_create_task('m46', 'votes46', anchor_table => 'reviews', target_column => 'helpful_votes',
                        target_stype => 'numerical') ->> 'seeds')::int > 0 AS task;
 INSERT INTO runs SELECT 'plain', rt_train('m46', steps => 20, preset => 'tiny',
-                options => '{"ema_decay": 0, "val_every": 10, "checkpoint_every": 10, "val_batches": 1,
+                options => '{"ema_decay": 0, "val_every": 10, "checkpoint_every": 10, "val_batches": 1, "train_precision": "fp32",
                              "val_rows": 100000, "seed": 3}');
 RESET client_min_messages;
 
 \i sql/include/err.sql
--- validation computes in fp32; served predictions follow
--- headwater.inference_precision (bf16 where the processor has it), so the
--- comparisons of validation with rt_evaluate below serve in fp32 too
+-- validation computes in the run's train_precision (fp32 here: the runs
+-- ask for it); served predictions follow headwater.inference_precision
+-- (bf16 where the processor has it), so the comparisons of validation with
+-- rt_evaluate below serve in fp32 too
 SET headwater.inference_precision = fp32;
 
 -- validation reads what serving reads: at each checkpoint of the 20-step
@@ -84,7 +85,7 @@ SELECT rt_create_model('m46', 't46') IS NOT NULL AS created;
 SELECT (rt_create_task('m46', 'votes46', anchor_table => 'reviews', target_column => 'helpful_votes',
                        target_stype => 'numerical') ->> 'seeds')::int > 0 AS task;
 INSERT INTO runs SELECT 'average', rt_train('m46', steps => 20, preset => 'tiny',
-                options => '{"ema_decay": 0.9, "val_every": 10, "checkpoint_every": 10, "val_batches": 1,
+                options => '{"ema_decay": 0.9, "val_every": 10, "checkpoint_every": 10, "val_batches": 1, "train_precision": "fp32",
                              "val_rows": 100000, "seed": 3}');
 RESET client_min_messages;
 SELECT run, r ->> 'state' AS state, r ->> 'ema_decay' AS ema_decay FROM runs ORDER BY 1;
@@ -168,7 +169,7 @@ SELECT e.* FROM pg_temp.err('SELECT * FROM rt_evaluate(''votes46'', ''val'', NUL
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state, r ->> 'resumed_from' AS resumed_from, r ->> 'steps_done' AS steps,
        r ->> 'ema_decay' AS ema_decay
-FROM rt_train('m46', steps => 25, preset => 'tiny', options => '{"val_batches": 1, "val_rows": 16}') r;
+FROM rt_train('m46', steps => 25, preset => 'tiny', options => '{"val_batches": 1, "val_rows": 16, "train_precision": "fp32"}') r;
 RESET client_min_messages;
 SELECT c.step, c.config ->> 'ema_decay' AS ema_decay, count(cm.*) AS val_rows
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id)
