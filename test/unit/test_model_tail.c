@@ -127,19 +127,10 @@ UNIT_TEST(model_tail_steps_match)
 
 	for (int t = 0; t < 2; t++)
 	{
-		HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = HW_ST_CATEGORICAL, .seed = 43 };
-
 		m[t] = tail_model(be[t], &colt[t], &catt[t], &err);
 		CHECK(m[t] != NULL);
 		hw_model_set_full_tail(m[t], t == 0);
-		for (int s = 0; s < 3; s++)
-		{
-			HwBatch     *b = hw_synth_batch(&sp, (uint64_t) s);
-			HwStepResult r;
-
-			CHECK_EQ_INT(hw_model_train_step(m[t], b, &r, &err), HW_OK);
-			hw_batch_free(b);
-		}
+		CHECK_EQ_INT(hw_synth_train(m[t], HW_ST_CATEGORICAL, 43, 3, NULL, &err), HW_OK);
 	}
 	n = hw_model_numel(m[0]);
 	for (int t = 0; t < 2; t++)

@@ -237,20 +237,10 @@ UNIT_TEST(train_bf16_deterministic_across_thread_counts)
 	}
 	for (int t = 0; t < 2; t++)
 	{
-		HwSynthSpec sp = { .B = 8, .S = 64, .d_text = DT, .target_stype = HW_ST_NUMERICAL, .seed = 99 };
-
 		m[t] = tiny_model(be[t], &colt[t], &catt[t], &err);
 		CHECK(m[t] != NULL);
 		CHECK_EQ_INT(hw_model_set_train_precision(m[t], HW_PRECISION_BF16, &err), HW_OK);
-		for (int s = 0; s < 4; s++)
-		{
-			HwBatch     *b = hw_synth_batch(&sp, (uint64_t) s);
-			HwStepResult r;
-
-			CHECK_EQ_INT(hw_model_train_step(m[t], b, &r, &err), HW_OK);
-			loss[t][s] = r.loss;
-			hw_batch_free(b);
-		}
+		CHECK_EQ_INT(hw_synth_train(m[t], HW_ST_NUMERICAL, 99, 4, loss[t], &err), HW_OK);
 	}
 	n = hw_model_numel(m[0]);
 	for (int t = 0; t < 2; t++)
