@@ -7,7 +7,7 @@
  *    gradient to 1e-4 of the gradient's norm, for all four target types;
  *  - the gradient is not zero where the pruned rows feed it (the last
  *    layer's weights), so the comparison compares something;
- *  - three training steps then give the same parameters to 1e-4 relative.
+ *  - four training steps give the same losses to 1e-5 relative.
  */
 #include "unit.h"
 #include "core/model.h"
@@ -114,42 +114,44 @@ UNIT_TEST(model_tail_last_layer_weights_get_gradient)
 	free(catt);
 }
 
-/* three steps with each, from the same start: the same parameters to 1e-4 */
+/*
+ * four steps with each, from the same start: the same losses (each step's
+ * loss is the forward of the parameters the previous steps left, through
+ * the tail's buffers reused from step to step) to 1e-5 relative.  Losses, not
+ * parameters: a weight matrix whose true gradient is zero (here the last
+ * column attention's queries and keys, whose target cell has no other cell
+ * of its column to attend to) gets a gradient of rounding noise, which
+ * Muon's orthogonalisation turns into a full-size step in a direction that
+ * differs with the rounding, yet moves the loss by nothing.
+ */
 UNIT_TEST(model_tail_steps_match)
 {
+	enum { STEPS = 4 };
 	HwError    err = {0};
-	HwBackend *be[2] = {hw_backend_cpu_create(2, &err), hw_backend_cpu_create(2, &err)};
-	uint16_t  *colt[2], *catt[2];
-	HwModel   *m[2];
-	float     *p[2];
-	int64_t    n;
-	double     dn = 0, np = 0;
+	float      loss[2][STEPS];
+	double     worst = 0;
 
 	for (int t = 0; t < 2; t++)
 	{
-		m[t] = tail_model(be[t], &colt[t], &catt[t], &err);
-		CHECK(m[t] != NULL);
-		hw_model_set_full_tail(m[t], t == 0);
-		CHECK_EQ_INT(hw_synth_train(m[t], HW_ST_CATEGORICAL, 43, 3, NULL, &err), HW_OK);
+		HwBackend *be = hw_backend_cpu_create(2, &err);
+		uint16_t  *colt, *catt;
+		HwModel   *m = tail_model(be, &colt, &catt, &err);
+
+		CHECK(m != NULL);
+		hw_model_set_full_tail(m, t == 0);
+		CHECK_EQ_INT(hw_synth_train(m, HW_ST_CATEGORICAL, 43, STEPS, loss[t], &err), HW_OK);
+		hw_model_free(m);
+		hw_backend_destroy(be);
+		free(colt);
+		free(catt);
 	}
-	n = hw_model_numel(m[0]);
-	for (int t = 0; t < 2; t++)
+	for (int k = 0; k < STEPS; k++)
 	{
-		p[t] = malloc(sizeof(float) * n);
-		hw_model_get_flat(m[t], 0, p[t]);
+		double d = fabs((double) loss[0][k] - loss[1][k]) / fabs((double) loss[0][k]);
+
+		printf("  step %d: loss full %.7f pruned %.7f\n", k + 1, loss[0][k], loss[1][k]);
+		worst = d > worst ? d : worst;
 	}
-	for (int64_t i = 0; i < n; i++)
-	{
-		dn += ((double) p[0][i] - p[1][i]) * ((double) p[0][i] - p[1][i]);
-		np += (double) p[0][i] * p[0][i];
-	}
-	CHECK_MSG(sqrt(dn / np) < 1e-4, "parameters after 3 steps differ: %.3e of the norm", sqrt(dn / np));
-	for (int t = 0; t < 2; t++)
-	{
-		free(p[t]);
-		hw_model_free(m[t]);
-		hw_backend_destroy(be[t]);
-		free(colt[t]);
-		free(catt[t]);
-	}
+	CHECK_MSG(loss[0][STEPS - 1] != loss[0][0], "the loss did not move: the steps compare nothing");
+	CHECK_MSG(worst < 1e-5, "losses differ by %.3e relative", worst);
 }
