@@ -98,6 +98,7 @@ hw_sampler_free(HwSampler *s)
 	free(s->fk_mean_key);
 	free(s->desc_off);
 	free(s->desc);
+	sampler_free_label_means(s);
 	free(s->fk_child_table);
 	free(s->fk_parent_table);
 	free(s->fk_link);
@@ -272,7 +273,7 @@ build_tables(HwSampler *s, HwTask *const *tasks, int ntasks, const HwSamplerConf
 		(rc = sampler_build_row_cache(s, err)) != HW_OK ||
 		(rc = sampler_build_edge_tables(s)) != HW_OK)
 		return rc;
-	if (sampler_init_descendant_paths(s) != 0)
+	if (sampler_init_descendant_paths(s) != 0 || sampler_init_label_means(s) != HW_OK)
 		return SAMPLER_OOM;
 	sampler_init_time_tables(s);
 	return HW_OK;

@@ -102,6 +102,16 @@
  * the most rows), in the same windows; a row of a table without time is
  * dated like its nearest dated ancestor on the path (docs/sampler.md).
  *
+ * Label means (label_means, default off): in a sequence of a query task
+ * with label history and a numerical or boolean target, a row of the
+ * anchor table, and a row that is the parent of anchor rows through one of
+ * the anchor table's first 2 FKs, get in their first mean slots (before
+ * their child means) the mean of the task's labels over the row's own
+ * seeds, or its anchors' seeds, visible at obs (observed before obs, known
+ * by obs; of no later split under caller-given splits, as label history) --
+ * boolean -1 / +1, numerical z-scored -- in all and per window of the time
+ * the label became known; 0 where none (sampler_labels.c).
+ *
  * Cell dropout (cell_dropout = p > 0, train split only, hw_sampler_batch):
  *   after the batch is built, each cell that is not padding, not the
  *   target and not in the seed row (row 0: the question itself) becomes a
@@ -190,6 +200,8 @@ typedef struct HwSamplerConfig
 	bool      key_cells;        /* emit identifier (key) cells, default false */
 	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
 								 * descendants 2-3 FKs down (below), default true */
+	bool      label_means;      /* parents of a query task's anchors show the mean of the
+								 * task's labels known by the observation time (below) */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL

@@ -407,8 +407,36 @@ take_history_row(SeqState *st, const HeapEnt *e)
 	return w->visit_gen[sp->anchor_row] != w->gen || add_edge(w, local, w->local[sp->anchor_row]);
 }
 
-/* The link key, child counts and child means of real row g on each of its
- * cells [first, ncells) (the same for every cell of the row). */
+/* The latest split whose labels the sequence may show (label history, label
+ * means): under caller-given splits a training seed's own, else -1 (all). */
+static int
+seq_max_split(const SeqState *st)
+{
+	const HwTask *t = st->t;
+
+	return t->split_method != HW_SPLIT_BY_HASH && st->sp->seed_idx >= 0 ? t->split[st->sp->seed_idx] : -1;
+}
+
+/* Row g's label means (label_means) in the first mean slots: the child
+ * means move up, the last ones dropped where the slots run out. */
+static void
+prepend_label_means(SeqState *st, uint32_t g, uint32_t *mkey, float *mval)
+{
+	uint32_t lkey[LABEL_LINKS_MAX];
+	float    lval[LABEL_LINKS_MAX * HW_CHILD_WINDOWS];
+	int      nl = sampler_row_label_means(st->s, st->sp->task, g, st->obs, seq_max_split(st), lkey, lval,
+										  LABEL_LINKS_MAX);
+
+	if (nl == 0)
+		return;
+	memmove(mkey + nl, mkey, sizeof(uint32_t) * (HW_MEAN_SLOTS - nl));
+	memmove(mval + (size_t) nl * HW_CHILD_WINDOWS, mval, sizeof(float) * (HW_MEAN_SLOTS - nl) * HW_CHILD_WINDOWS);
+	memcpy(mkey, lkey, sizeof(uint32_t) * nl);
+	memcpy(mval, lval, sizeof(float) * nl * HW_CHILD_WINDOWS);
+}
+
+/* The link key, child counts, child means and label means of real row g on
+ * each of its cells [first, ncells) (the same for every cell of the row). */
 static void
 write_row_features(SeqState *st, uint32_t g, uint32_t link, int first)
 {
@@ -422,6 +450,8 @@ write_row_features(SeqState *st, uint32_t g, uint32_t link, int first)
 	sampler_row_child_counts(st->s, g, st->obs, ckey, ccnt);
 	sampler_row_child_means(st->s, g, st->obs, t->kind == HW_TASK_CELL ? t->anchor_table : -1,
 							t->kind == HW_TASK_CELL ? t->target_col : -1, mkey, mval);
+	if (st->s->label_idx)
+		prepend_label_means(st, g, mkey, mval);
 	for (int c = first; c < st->ncells; c++)
 	{
 		size_t pos = st->base + c;
@@ -522,11 +552,7 @@ push_neighbours(SeqState *st, const HeapEnt *e)
 	if (st->vseed_local < 0 || g != st->sp->anchor_row || e->hops != 1)
 		return true;
 
-	const HwTask *t = st->t;
-	int max_split = t->split_method != HW_SPLIT_BY_HASH && st->sp->seed_idx >= 0 ?
-		t->split[st->sp->seed_idx] : -1;
-
-	return push_history(s, w, t, st->sp, g, st->obs, h, max_split, &st->rng);
+	return push_history(s, w, st->t, st->sp, g, st->obs, h, seq_max_split(st), &st->rng);
 }
 
 /* fk edges among the taken rows: real rows' parents, the virtual seed row

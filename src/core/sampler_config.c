@@ -22,6 +22,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->cell_dropout = 0.0f;
 	cfg->descendant_counts = true;    /* brings churn closer to its planted rule and leaves orders_30d
 									   * and pagila unchanged (docs/BENCHMARKS.md) */
+	cfg->label_means = false;
 	cfg->world_size = 1;
 }
 

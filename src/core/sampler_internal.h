@@ -12,6 +12,7 @@
  *                       row cache, per-edge child times, per-FK tables
  *   sampler_cells.c     cell values: timestamp encoding, a row's cells
  *   sampler_features.c  child counts, child means, descendant counts
+ *   sampler_labels.c    label means: a parent's mean of its anchors' known labels
  *   sampler_bfs.c       one sequence: frontier, child sampling, history
  *   sampler_order.c     a sequence's edges, padding and permutations (RCM)
  *   sampler_collate.c   a batch: phase 1 on the threads, phase 2 (fk_adj,
@@ -71,6 +72,8 @@ text_key(const char *buf, int n, size_t cap)
 
 #define MEAN_COLS_PER_FK 4      /* columns of a child table that child means average */
 #define MEAN_SCAN_MAX    1024   /* children read per row and FK for child means */
+#define LABEL_LINKS_MAX  3      /* label means of a row: its own labels, and those of its
+								 * anchors through 2 FKs of the anchor table */
 #define DESC_DEPTH_MAX   3      /* FKs in a descendant path (row_descendant_counts) */
 #define DESC_SCAN_MAX    4096   /* edges read per row and descendant path */
 #define DESC_MEAN_MAX    64     /* descendants per row of its table, on average, beyond
@@ -84,6 +87,9 @@ typedef struct DescPath
 	uint8_t  depth;
 	uint32_t key;               /* link key of the path (never 0) */
 } DescPath;
+
+/* A task's label-means index (sampler_labels.c) */
+typedef struct LabelIndex LabelIndex;
 
 /* splitmix64 stream: the per-sequence RNG */
 static inline uint64_t
@@ -212,6 +218,7 @@ struct HwSampler
 	uint32_t *desc_off;         /* [ntables+1] table t's descendant paths: desc[desc_off[t] ..
 								 * desc_off[t+1]) (init_descendant_paths; all 0 when off) */
 	DescPath *desc;
+	LabelIndex **label_idx;     /* [ntasks] label means (NULL entries: a task without; NULL: off) */
 	int32_t   ncols_total;
 	int       nthreads;
 	Scratch **scratch;          /* [nthreads]; scratch[nthreads-1] is the caller's */
@@ -322,6 +329,15 @@ int  sampler_init_descendant_paths(HwSampler *s);
 void sampler_row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uint16_t *cnt);
 void sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_table, int excl_col,
 							 uint32_t *key, float *mean);
+
+/* sampler_labels.c: the label-means index of every task (cfg.label_means),
+ * and row g's label means for a sequence of task `task` at obs: up to cap
+ * (key, mean per window) slots, returns how many.  max_split >= 0: labels of
+ * a later split are left out (as label history does). */
+int  sampler_init_label_means(HwSampler *s);
+void sampler_free_label_means(HwSampler *s);
+int  sampler_row_label_means(const HwSampler *s, int task, uint32_t g, int64_t obs, int max_split, uint32_t *key,
+							 float *mean, int cap);
 
 /* sampler_bfs.c: sequence b of bt from spec sp; false when out of memory */
 bool sampler_build_sequence(const HwSampler *s, Scratch *w, HwBatch *bt, int b, const SeqSpec *sp,

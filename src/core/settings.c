@@ -147,6 +147,10 @@ const HwSettingDef hw_settings[] = {
 	{.name = "descendant_counts", .type = HW_SETTING_BOOL, .dflt = 1, .group = HW_GROUP_SAMPLER,
 	 .offset = AT(scfg.descendant_counts), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "false",
 	 .what = "with child_counts, the slots a row's own child foreign keys leave free count its descendants 2-3 foreign keys down, in all and in the 11 windows (default true: on the accuracy benchmark's shop it brought churn closer to its planted rule at no cost to the order counts; false: as models trained before it)"},
+	/* absent: the checkpoint was trained without */
+	{.name = "label_means", .type = HW_SETTING_BOOL, .dflt = 0, .group = HW_GROUP_SAMPLER,
+	 .offset = AT(scfg.label_means), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "false",
+	 .what = "with child_means, a row of a query task's anchor table shows the mean of its own labels known by the observation time, and a row that is the parent of its anchors the mean over their labels, in all and in the 11 windows (an opponent team: how often it went unbeaten; a player's team: how often its scorers went on to score again); query tasks with label history and a numerical or boolean target"},
 	{.name = "cell_dropout", .type = HW_SETTING_NUM, .min = 0, .max = 0.9, .dflt = 0, .group = HW_GROUP_SAMPLER,
 	 .offset = AT(scfg.cell_dropout), .field = HW_FIELD_F32, .flags = HW_SETTING_STORED,
 	 .what = "training only: the chance that a context cell is shown as NULL"},

@@ -288,6 +288,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->recent_children = info->config.scfg.recent_children;
 	cfg->key_cells = info->config.scfg.key_cells;
 	cfg->descendant_counts = info->config.scfg.descendant_counts;
+	cfg->label_means = info->config.scfg.label_means;
 	cfg->future_parents = info->config.scfg.future_parents;
 	cfg->count_windows = info->config.scfg.count_windows;
 	/* a config without a seed was sampled with seed 0 */
