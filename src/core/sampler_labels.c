@@ -16,8 +16,8 @@
 
 #include <stdio.h>
 
-/* One label-history entry of a parent: the seed and when its label became
- * known. */
+/* A seed and when its label became known: the sort key of a group while
+ * the index is built. */
 typedef struct LabelEntry
 {
 	int64_t  known;
@@ -27,7 +27,8 @@ typedef struct LabelEntry
 /* The anchor table itself (fk = LABEL_SELF) or one FK from it to a parent
  * table: the task's labelled seeds grouped by their anchor, or by the
  * anchor's parent through the FK (off over that table's rows), each group
- * sorted by (known, seed). */
+ * sorted by (the time the label became known, seed index).  4 bytes a
+ * labelled seed: a serving backend holds one index per cached model. */
 #define LABEL_SELF UINT16_MAX
 
 typedef struct LabelLink
@@ -36,7 +37,7 @@ typedef struct LabelLink
 	uint32_t    key;            /* the mean slot's key (never 0) */
 	uint32_t    row0, nparents; /* the parent table's first global row and its rows */
 	uint32_t   *off;            /* [nparents + 1] */
-	LabelEntry *ent;            /* [off[nparents]] */
+	uint32_t   *seed;           /* [off[nparents]] seed indices */
 } LabelLink;
 
 struct LabelIndex
@@ -77,6 +78,35 @@ parent_of(const HwSnapshot *snap, uint32_t anchor, uint16_t fk)
 	return UINT32_MAX;
 }
 
+/* Sorts each group of l by (known, seed) through a buffer of the largest
+ * group's size. */
+static int
+sort_groups(const HwTask *t, LabelLink *l)
+{
+	uint32_t    most = 0;
+	LabelEntry *buf;
+
+	for (uint32_t r = 0; r < l->nparents; r++)
+		most = l->off[r + 1] - l->off[r] > most ? l->off[r + 1] - l->off[r] : most;
+	if (most < 2)
+		return HW_OK;
+	buf = malloc(sizeof(LabelEntry) * most);
+	if (buf == NULL)
+		return SAMPLER_OOM;
+	for (uint32_t r = 0; r < l->nparents; r++)
+	{
+		uint32_t *g = l->seed + l->off[r], n = l->off[r + 1] - l->off[r];
+
+		for (uint32_t k = 0; k < n; k++)
+			buf[k] = (LabelEntry) { .known = hw_task_label_time(t, g[k]), .seed = g[k] };
+		qsort(buf, n, sizeof(LabelEntry), entry_cmp);
+		for (uint32_t k = 0; k < n; k++)
+			g[k] = buf[k].seed;
+	}
+	free(buf);
+	return HW_OK;
+}
+
 /* The groups of one link: a counting pass, a filling pass, a sort per group. */
 static int
 build_link(const HwSampler *s, const HwTask *t, LabelLink *l)
@@ -106,15 +136,15 @@ build_link(const HwSampler *s, const HwTask *t, LabelLink *l)
 			if (pass == 0)
 				l->off[p - l->row0 + 1]++;
 			else
-				l->ent[fill[p - l->row0]++] = (LabelEntry) { .known = known, .seed = i };
+				l->seed[fill[p - l->row0]++] = i;
 		}
 		if (pass == 0)
 		{
 			for (uint32_t r = 0; r < l->nparents; r++)
 				l->off[r + 1] += l->off[r];
 			memcpy(fill, l->off, sizeof(uint32_t) * l->nparents);
-			l->ent = malloc(sizeof(LabelEntry) * (l->off[l->nparents] ? l->off[l->nparents] : 1));
-			if (l->ent == NULL)
+			l->seed = malloc(sizeof(uint32_t) * (l->off[l->nparents] ? l->off[l->nparents] : 1));
+			if (l->seed == NULL)
 			{
 				free(fill);
 				return SAMPLER_OOM;
@@ -122,10 +152,7 @@ build_link(const HwSampler *s, const HwTask *t, LabelLink *l)
 		}
 	}
 	free(fill);
-	for (uint32_t r = 0; r < l->nparents; r++)
-		if (l->off[r + 1] - l->off[r] > 1)
-			qsort(l->ent + l->off[r], l->off[r + 1] - l->off[r], sizeof(LabelEntry), entry_cmp);
-	return HW_OK;
+	return sort_groups(t, l);
 }
 
 /* Link l of task t over the rows of table tab, keyed by what (the FK's child
@@ -201,7 +228,7 @@ sampler_free_label_means(HwSampler *s)
 		for (int k = 0; ix && k < ix->nlinks; k++)
 		{
 			free(ix->link[k].off);
-			free(ix->link[k].ent);
+			free(ix->link[k].seed);
 		}
 		free(ix);
 	}
@@ -215,7 +242,7 @@ static void
 parent_label_mean(const HwSampler *s, const HwTask *t, const LabelLink *l, uint32_t p, int64_t obs,
 				  int max_split, float *mean)
 {
-	const LabelEntry *e = l->ent;
+	const uint32_t *e = l->seed;
 	uint32_t lo = l->off[p], hi = l->off[p + 1], seen = 0;
 	double   sum[HW_CHILD_WINDOWS] = {0};
 	uint32_t n[HW_CHILD_WINDOWS] = {0};
@@ -225,14 +252,15 @@ parent_label_mean(const HwSampler *s, const HwTask *t, const LabelLink *l, uint3
 	{
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (e[mid].known <= obs)
+		if (hw_task_label_time(t, e[mid]) <= obs)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (uint32_t k = lo; k-- > l->off[p] && seen < MEAN_SCAN_MAX;)
 	{
-		uint32_t i = e[k].seed;
+		uint32_t i = e[k];
+		int64_t  known = hw_task_label_time(t, i);
 		double   v;
 
 		if ((max_split >= 0 && t->split[i] > max_split) || !hw_task_label_visible(t, i, obs))
@@ -241,7 +269,7 @@ parent_label_mean(const HwSampler *s, const HwTask *t, const LabelLink *l, uint3
 		v = t->target_stype == HW_ST_BOOLEAN ? (t->target[i] != 0 ? 1.0 : -1.0) : (double) hw_task_target_z(t, i);
 		sum[0] += v;
 		n[0]++;
-		for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && e[k].known > obs - s->cnt_win_us[j]; j--)
+		for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && known > obs - s->cnt_win_us[j]; j--)
 		{
 			sum[j] += v;
 			n[j]++;
