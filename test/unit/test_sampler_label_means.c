@@ -88,29 +88,40 @@ customer_cell(const HwBatch *b, int S)
 	return -1;
 }
 
-/* The checked seed's batch under label_means on/off; its c0 cell's slots. */
-static bool
-c0_slots(const HwSnapshot *s, HwTask *t, bool on, int64_t win[HW_CHILD_WINDOWS], uint32_t *key, float *mean)
+/* A sampler of task t (label_means on or off) and the batch of seed
+ * CHECKED in *b; NULL (failure reported) when either cannot be built. */
+static HwSampler *
+checked_batch(const HwSnapshot *s, HwTask *t, bool on, HwBatch **b)
 {
 	HwError          err = {0};
 	HwSamplerConfig  cfg;
 	HwSampler       *sm;
-	HwBatch         *b = NULL;
 	uint32_t         seed = CHECKED;
-	int              c = -1;
 
 	hw_sampler_config_default(&cfg);
 	cfg.batch_size = 1;
 	cfg.seq_len = 32;
 	cfg.n_threads = 1;
 	cfg.label_means = on;
+	*b = NULL;
 	sm = hw_sampler_create(s, &t, 1, &cfg, &err);
-	if (sm == NULL || hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) != HW_OK)
-	{
-		unit_fail(__FILE__, __LINE__, "sampler: %s", err.msg);
-		hw_sampler_free(sm);
+	if (sm != NULL && hw_sampler_seed_batch(sm, 0, &seed, 1, b, &err) == HW_OK)
+		return sm;
+	unit_fail(__FILE__, __LINE__, "sampler: %s", err.msg);
+	hw_sampler_free(sm);
+	return NULL;
+}
+
+/* The checked seed's batch under label_means on/off; its c0 cell's slots. */
+static bool
+c0_slots(const HwSnapshot *s, HwTask *t, bool on, int64_t win[HW_CHILD_WINDOWS], uint32_t *key, float *mean)
+{
+	HwBatch   *b;
+	HwSampler *sm = checked_batch(s, t, on, &b);
+	int        c;
+
+	if (sm == NULL)
 		return false;
-	}
 	hw_sampler_count_windows(sm, win);
 	c = customer_cell(b, 32);
 	if (c >= 0)
@@ -198,23 +209,13 @@ UNIT_TEST(sampler_label_means_own_labels)
 	CHECK(s != NULL);
 	for (int cs = 0; cs < 2; cs++)
 	{
-		HwError          err = {0};
-		HwTask          *t = label_task(s, cs);
-		HwSamplerConfig  cfg;
-		HwSampler       *sm;
-		HwBatch         *b = NULL;
-		uint32_t         seed = CHECKED;
-		const float      want[3] = {1.0f, cs ? -1.0f : 0.0f, 1.0f};
+		HwTask      *t = label_task(s, cs);
+		HwBatch     *b;
+		HwSampler   *sm = checked_batch(s, t, true, &b);
+		const float  want[3] = {1.0f, cs ? -1.0f : 0.0f, 1.0f};
 
-		hw_sampler_config_default(&cfg);
-		cfg.batch_size = 1;
-		cfg.seq_len = 32;
-		cfg.n_threads = 1;
-		cfg.label_means = true;
-		sm = hw_sampler_create(s, &t, 1, &cfg, &err);
-		CHECK_MSG(sm != NULL, "%s", err.msg);
-		CHECK(hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
-		for (int o = 0; o < 3; o++)
+		CHECK(sm != NULL);
+		for (int o = 0; o < 3 && sm != NULL; o++)
 		{
 			float got = order_own_mean(s, sm, b, o, 32);
 
