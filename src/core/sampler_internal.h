@@ -12,7 +12,7 @@
  *                       row cache, per-edge child times, per-FK tables
  *   sampler_cells.c     cell values: timestamp encoding, a row's cells
  *   sampler_features.c  child counts, child means, descendant counts
- *   sampler_labels.c    label means: a parent's mean of its anchors' known labels
+ *   sampler_labels.c    label means: a row's mean of its own or its anchors' known labels
  *   sampler_bfs.c       one sequence: frontier, child sampling, history
  *   sampler_order.c     a sequence's edges, padding and permutations (RCM)
  *   sampler_collate.c   a batch: phase 1 on the threads, phase 2 (fk_adj,
