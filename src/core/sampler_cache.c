@@ -83,16 +83,10 @@ build_records(const HwTable *tb, TableInfo *inf)
 	return 0;
 }
 
-typedef struct TimedChild
+int
+sampler_cmp_timed(const void *a, const void *b)
 {
-	int64_t  t;
-	uint32_t row;
-} TimedChild;
-
-static int
-cmp_timed(const void *a, const void *b)
-{
-	const TimedChild *x = a, *y = b;
+	const TimedRow *x = a, *y = b;
 
 	if (x->t != y->t)
 		return x->t < y->t ? -1 : 1;
@@ -110,7 +104,7 @@ static int
 sort_recent_groups(HwSampler *s)
 {
 	const HwSnapshot *snap = s->snap;
-	TimedChild *tmp = NULL;
+	TimedRow *tmp = NULL;
 	size_t tmp_cap = 0;
 
 	for (uint32_t r = 0; r < snap->nrows; r++)
@@ -151,7 +145,7 @@ sort_recent_groups(HwSampler *s)
 				}
 				else
 				{
-					if (grow((void **) &tmp, &tmp_cap, n, sizeof(TimedChild)) != 0)
+					if (grow((void **) &tmp, &tmp_cap, n, sizeof(TimedRow)) != 0)
 					{
 						free(tmp);
 						return -1;
@@ -161,7 +155,7 @@ sort_recent_groups(HwSampler *s)
 						tmp[i].t = pt[i];
 						tmp[i].row = pd[i];
 					}
-					qsort(tmp, n, sizeof(TimedChild), cmp_timed);
+					qsort(tmp, n, sizeof(TimedRow), sampler_cmp_timed);
 					for (uint64_t i = 0; i < n; i++)
 					{
 						pt[i] = tmp[i].t;

@@ -88,6 +88,13 @@ typedef struct DescPath
 	uint32_t key;               /* link key of the path (never 0) */
 } DescPath;
 
+/* A row (or seed) and a time: what the sorted groups are sorted by */
+typedef struct TimedRow
+{
+	int64_t  t;
+	uint32_t row;
+} TimedRow;
+
 /* A task's label-means index (sampler_labels.c) */
 typedef struct LabelIndex LabelIndex;
 
@@ -314,6 +321,8 @@ bool sampler_config_check(const HwSamplerConfig *cfg, HwError *err);
  * HW_OK, SAMPLER_OOM, or an error code with err set. */
 int  sampler_build_row_cache(HwSampler *s, HwError *err);
 int  sampler_build_edge_tables(HwSampler *s);
+/* qsort order of TimedRow: by time, then row */
+int  sampler_cmp_timed(const void *a, const void *b);
 
 /* sampler_cells.c */
 void sampler_init_time_tables(HwSampler *s);

@@ -16,14 +16,6 @@
 
 #include <stdio.h>
 
-/* A seed and when its label became known: the sort key of a group while
- * the index is built. */
-typedef struct LabelEntry
-{
-	int64_t  known;
-	uint32_t seed;
-} LabelEntry;
-
 /* The anchor table itself (fk = LABEL_SELF) or one FK from it to a parent
  * table: the task's labelled seeds grouped by their anchor, or by the
  * anchor's parent through the FK (off over that table's rows), each group
@@ -45,16 +37,6 @@ struct LabelIndex
 	int       nlinks;
 	LabelLink link[LABEL_LINKS_MAX];
 };
-
-static int
-entry_cmp(const void *a, const void *b)
-{
-	const LabelEntry *x = a, *y = b;
-
-	if (x->known != y->known)
-		return x->known < y->known ? -1 : 1;
-	return x->seed < y->seed ? -1 : x->seed > y->seed;
-}
 
 /* Whether task t's labels can be averaged: a query task that shows label
  * history, with a numerical or boolean target. */
@@ -84,13 +66,13 @@ static int
 sort_groups(const HwTask *t, LabelLink *l)
 {
 	uint32_t    most = 0;
-	LabelEntry *buf;
+	TimedRow   *buf;
 
 	for (uint32_t r = 0; r < l->nparents; r++)
 		most = l->off[r + 1] - l->off[r] > most ? l->off[r + 1] - l->off[r] : most;
 	if (most < 2)
 		return HW_OK;
-	buf = malloc(sizeof(LabelEntry) * most);
+	buf = malloc(sizeof(TimedRow) * most);
 	if (buf == NULL)
 		return SAMPLER_OOM;
 	for (uint32_t r = 0; r < l->nparents; r++)
@@ -98,10 +80,10 @@ sort_groups(const HwTask *t, LabelLink *l)
 		uint32_t *g = l->seed + l->off[r], n = l->off[r + 1] - l->off[r];
 
 		for (uint32_t k = 0; k < n; k++)
-			buf[k] = (LabelEntry) { .known = hw_task_label_time(t, g[k]), .seed = g[k] };
-		qsort(buf, n, sizeof(LabelEntry), entry_cmp);
+			buf[k] = (TimedRow) { .t = hw_task_label_time(t, g[k]), .row = g[k] };
+		qsort(buf, n, sizeof(TimedRow), sampler_cmp_timed);
 		for (uint32_t k = 0; k < n; k++)
-			g[k] = buf[k].seed;
+			g[k] = buf[k].row;
 	}
 	free(buf);
 	return HW_OK;
