@@ -49,6 +49,29 @@ SELECT current_setting('headwater.serving_threads') AS threads, count(*) AS diff
    SELECT row_id, prediction, p_null, detail FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids))) d;
 RESET headwater.serving_threads;
 SELECT code FROM pg_temp.err($$SET headwater.serving_threads = -1$$);
+-- headwater.serving_device: 'cpu' gives the team's bits; 'auto' too on a
+-- server without a GPU (and the GPU's within bf16 bounds where there is
+-- one); 'cuda' scores on a GPU or is refused with 0A000, naming the task
+-- and why; a value outside auto/cpu/cuda is refused by the setting
+SET headwater.serving_device = 'cpu';
+SELECT count(*) AS cpu_differs FROM
+  (SELECT * FROM t51_team
+   EXCEPT ALL
+   SELECT row_id, prediction, p_null, detail FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids))) d;
+SET headwater.serving_device = 'auto';
+SELECT count(*) AS rows, count(*) FILTER (WHERE abs(a.prediction - t.prediction) > 5e-3) AS auto_differs
+FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids)) a JOIN t51_team t USING (row_id);
+SET headwater.serving_device = 'cuda';
+SELECT CASE WHEN code = '-' THEN 'scored on a GPU'
+            WHEN code = '0A000' AND message LIKE 'headwater.serving_device ''cuda'' cannot score task "status51": %'
+                 AND hint LIKE 'Set headwater.serving_device to ''auto''%' THEN 'refused: no GPU'
+            ELSE code || ' ' || message END AS cuda
+FROM pg_temp.err($$SELECT count(*) FROM rt_predict_batch('status51', (SELECT array_agg(order_id) FROM t51_ids))$$);
+-- a single batch stays on the session's CPU model whatever the device
+SELECT rt_predict('status51', (SELECT min(order_id) FROM t51_ids)) IS NOT DISTINCT FROM
+       (SELECT prediction FROM t51_team ORDER BY row_id::int LIMIT 1) AS single_row_on_cpu;
+RESET headwater.serving_device;
+SELECT code FROM pg_temp.err($$SET headwater.serving_device = 'tpu'$$);
 -- composite key: the key columns in primary key order, or one ROW column
 SELECT count(*) AS rows,
        count(*) FILTER (WHERE p.prediction IS DISTINCT FROM rt_predict('qty51', ROW(k.order_id, k.line_no))) AS differs

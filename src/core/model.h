@@ -292,7 +292,10 @@ HwModel *hw_model_create(const HwModelConfig *cfg,
  * them in place (e.g. from a read-only shared file mapping), never writes or
  * frees them.  No gradients or optimiser moments: training calls,
  * serialization and hw_model_set_* fail with HW_ERR_INVALID.  The cpu
- * backend only (it computes in host memory); activations as hw_model_create.
+ * backend reads params in place (it computes in host memory); a device
+ * backend (CUDA) copies them once into device memory of the model's own,
+ * freed with it, and the caller may then release params.  Activations as
+ * hw_model_create.
  * hw_model_eval gives results bit-identical to a hw_model_create'd model
  * holding the same parameters.
  */

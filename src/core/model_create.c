@@ -173,6 +173,8 @@ hw_model_free(HwModel *m)
 	model_free_plans(m);
 	model_free_packed(m);
 	hw_arena_release(&m->arena);
+	if (m->params_owned)
+		be->ops->free(be, m->params);
 	if (!m->frozen)
 	{
 		be->ops->free(be, m->params);
@@ -411,7 +413,16 @@ model_create(const HwModelConfig *cfg_in, const uint16_t *col_table, int32_t nco
 			return NULL;
 		}
 		m->frozen = 1;
-		m->params = (float *) frozen_params;     /* read only: forward never writes parameters */
+		if (strcmp(o->name, "cpu") == 0)
+			m->params = (float *) frozen_params;     /* read only: forward never writes parameters */
+		else if ((m->params = o->alloc(be, pbytes)) == NULL)
+			goto nomem;
+		else
+		{
+			/* a device computes in its own memory: one copy, the model's */
+			m->params_owned = 1;
+			o->memcpy_h2d(be, m->params, frozen_params, pbytes);
+		}
 	}
 	else if (!alloc_training_buffers(m, pbytes))
 		goto nomem;
@@ -447,12 +458,9 @@ hw_model_create_frozen(const HwModelConfig *cfg, const float *params, int64_t nu
 					   const uint16_t *col_table, int32_t ncols,
 					   const uint16_t *cat_table, int32_t ncat, HwBackend *be, HwError *err)
 {
-	/* the parameters are used where they lie: only a backend computing in
-	 * host memory can read them */
-	if (!params || strcmp(be->ops->name, "cpu") != 0)
+	if (!params)
 	{
-		hw_error_set(err, HW_ERR_INVALID, "a frozen model needs its parameters in host memory and the cpu backend, not %s",
-					 be->ops->name);
+		hw_error_set(err, HW_ERR_INVALID, "a frozen model needs its parameters (host memory)");
 		return NULL;
 	}
 	return model_create(cfg, col_table, ncols, cat_table, ncat, be, params, numel, err);

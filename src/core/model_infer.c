@@ -15,7 +15,9 @@
  * stays fp32.  Every row is computed by the same kernels whatever the other
  * rows of the batch (the backend's GEMM blocks and row-wise entries), so a
  * sequence's predictions are bit-identical alone or in any batch, in either
- * precision (test_model_infer.c checks it).
+ * precision (test_model_infer.c checks it).  On a device backend (CUDA,
+ * bf16 tensor-core GEMMs) a row's bits may depend on its batch; run to run
+ * they are the same.
  */
 #include "core/model_internal.h"
 
@@ -30,7 +32,7 @@
  * tail of rows differently again), so a row must always sit at the same
  * place of a call of the same shape: then a sequence gets the same bits
  * alone and in any batch, whatever the thread count (the backend splits a
- * call by its shape only).
+ * call by its shape only).  That is the CPU backend's gemm_rows_batched.
  */
 static void
 gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W, float beta,
@@ -41,9 +43,10 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
 		m->be->ops->gemm_rows_batched(m->be, nb, rows, N, K, A, lda, W, beta, C, ldc);
 		return;
 	}
-	for (int b = 0; b < nb; b++)
-		m->be->ops->gemm(m->be, false, true, rows, N, K, 1.0f, A + (size_t) b * rows * lda, lda, W, K, beta,
-						 C + (size_t) b * rows * ldc, ldc);
+	/* a device backend (no per-product entry): the nb blocks lie one after
+	 * another, so one call of nb*rows rows computes them all; rows then need
+	 * not keep their bits across batches (run to run they do) */
+	m->be->ops->gemm(m->be, false, true, nb * rows, N, K, 1.0f, A, lda, W, K, beta, C, ldc);
 }
 
 /*

@@ -71,8 +71,11 @@ struct HwModel
 	HwParamTable  pt;
 	float        *params, *grads, *m1, *m2, *muon_work;
 	/* hw_model_create_frozen: params is the caller's read-only memory (never
-	 * written, never freed); grads, m1, m2, muon_work are NULL */
+	 * written, never freed) on the cpu backend, or on a device backend the
+	 * model's own device copy of it (params_owned: freed with the model);
+	 * grads, m1, m2, muon_work are NULL */
 	int           frozen;
+	int           params_owned;
 	/* cfg.ema_decay > 0: the parameter average (NULL otherwise).  Swapped:
 	 * params and ema exchanged (forward reads the average); adopted: loaded
 	 * to predict, the average either copied over params or dropped, and

@@ -1,5 +1,7 @@
 /*
- * prefetch.c: bounded batch queue with one producer thread (prefetch.h).
+ * prefetch.c: bounded batch queue with one producer thread (prefetch.h),
+ * fed by a split's batch numbers (training) or by a list of anchor rows
+ * (bulk prediction).
  * A ring of `capacity` slots under one mutex and two condition variables;
  * batches are large and few per second, so a lock per batch costs nothing.
  * The producer is the one job of a one-worker thread pool (thread_pool.h:
@@ -22,7 +24,11 @@ typedef struct Item
 struct HwPrefetch
 {
 	HwSampler      *s;
-	int             split;
+	int             split;      /* a split's stream, or -1: the rows below */
+	int             task;       /* rows: the task, anchors and obs times (caller's memory) */
+	const uint32_t *rows;
+	const int64_t  *obs;
+	int             nrows;
 	uint64_t        next_k;     /* producer's next batch number */
 	int             cap, head, count;
 	Item           *ring;
@@ -33,6 +39,19 @@ struct HwPrefetch
 	pthread_cond_t  not_full, not_empty;
 	HwThreadPool   *pool;       /* the producer's thread */
 };
+
+/* Batch k of a row stream: rows k*B .. k*B+B-1 (fewer in the last one);
+ * seeds gets their indices into the row list. */
+static int
+build_rows(HwPrefetch *q, uint64_t k, HwBatch **out, uint32_t *seeds, HwError *err)
+{
+	int first = (int) (k * (uint64_t) q->B);
+	int n = q->nrows - first < q->B ? q->nrows - first : q->B;
+
+	for (int i = 0; i < n; i++)
+		seeds[i] = (uint32_t) (first + i);
+	return hw_sampler_build_for_seeds(q->s, q->task, q->rows + first, q->obs + first, n, out, err);
+}
 
 /* The producer: batches k = next_k, next_k + 1, ... until stopped or an
  * error (the pool's one item). */
@@ -58,9 +77,20 @@ producer(void *arg, int item, int worker)
 		/* build outside the lock: the consumer keeps draining meanwhile */
 		HwError err = {0};
 		HwBatch *b = NULL;
-		uint32_t *seeds = malloc(sizeof(uint32_t) * (size_t) q->B);
-		int rc = seeds ? hw_sampler_batch(q->s, q->split, k, &b, seeds, &err)
-			: hw_error_set(&err, HW_ERR_NOMEM, "out of memory in the prefetch producer");
+		uint32_t *seeds = calloc((size_t) q->B, sizeof(uint32_t));
+		int rc = HW_OK;
+
+		if (seeds == NULL)
+			rc = hw_error_set(&err, HW_ERR_NOMEM, "out of memory in the prefetch producer");
+		else if (q->split >= 0)
+			rc = hw_sampler_batch(q->s, q->split, k, &b, seeds, &err);
+		else if (k * (uint64_t) q->B >= (uint64_t) q->nrows)
+		{
+			free(seeds);        /* every row is queued: the stream ends */
+			break;
+		}
+		else
+			rc = build_rows(q, k, &b, seeds, &err);
 
 		pthread_mutex_lock(&q->mu);
 		if (rc != HW_OK)
@@ -94,14 +124,11 @@ producer(void *arg, int item, int worker)
 	pthread_mutex_unlock(&q->mu);
 }
 
-HwPrefetch *
-hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, HwError *err)
+/* A queue of `capacity` batches of B sequences, its producer started on
+ * what q's caller filled in (split or rows). */
+static HwPrefetch *
+queue_start(HwPrefetch *init, int capacity, HwError *err)
 {
-	if (s == NULL || capacity < 1 || split < 0 || split >= HW_N_SPLITS)
-	{
-		hw_error_set(err, HW_ERR_INVALID, "prefetch needs a sampler, a split and capacity >= 1 (got %d)", capacity);
-		return NULL;
-	}
 	HwPrefetch *q = calloc(1, sizeof(HwPrefetch));
 
 	if (q == NULL || (q->ring = calloc((size_t) capacity, sizeof(Item))) == NULL)
@@ -110,11 +137,15 @@ hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, H
 		hw_error_set(err, HW_ERR_NOMEM, "out of memory for the prefetch queue");
 		return NULL;
 	}
-	q->s = s;
-	q->split = split;
-	q->next_k = first_batch;
+	q->s = init->s;
+	q->split = init->split;
+	q->task = init->task;
+	q->rows = init->rows;
+	q->obs = init->obs;
+	q->nrows = init->nrows;
+	q->next_k = init->next_k;
+	q->B = init->B;
 	q->cap = capacity;
-	q->B = hw_sampler_config(s)->batch_size;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->not_full, NULL);
 	pthread_cond_init(&q->not_empty, NULL);
@@ -125,6 +156,35 @@ hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, H
 		return NULL;
 	}
 	return q;
+}
+
+HwPrefetch *
+hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, HwError *err)
+{
+	if (s == NULL || capacity < 1 || split < 0 || split >= HW_N_SPLITS)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "prefetch needs a sampler, a split and capacity >= 1 (got %d)", capacity);
+		return NULL;
+	}
+	HwPrefetch init = { .s = s, .split = split, .next_k = first_batch, .B = hw_sampler_config(s)->batch_size };
+
+	return queue_start(&init, capacity, err);
+}
+
+HwPrefetch *
+hw_prefetch_start_rows(HwSampler *s, int task, const uint32_t *anchor_rows, const int64_t *obs_time_us, int n,
+					   int batch, int capacity, HwError *err)
+{
+	if (s == NULL || capacity < 1 || batch < 1 || n < 0 || (n > 0 && (anchor_rows == NULL || obs_time_us == NULL)))
+	{
+		hw_error_set(err, HW_ERR_INVALID, "a row stream needs a sampler, rows, batch >= 1 and capacity >= 1 "
+					 "(got %d rows, batch %d, capacity %d)", n, batch, capacity);
+		return NULL;
+	}
+	HwPrefetch init = { .s = s, .split = -1, .task = task, .rows = anchor_rows, .obs = obs_time_us, .nrows = n,
+						.B = batch };
+
+	return queue_start(&init, capacity, err);
 }
 
 static int

@@ -1,7 +1,7 @@
 /*
  * prefetch.h: a bounded queue of batches filled by a producer thread (seed
- * 001 section 2e), for the trainer.  One queue = one stream (train or val):
- * run two queues, each on its own sampler (hw_sampler_clone shares the
+ * 001 section 2e), for the trainer and for bulk prediction.  One queue =
+ * one stream (train or val, or a list of rows): run two queues, each on its own sampler (hw_sampler_clone shares the
  * read-only tables), for separate train and val streams.
  *
  *     HwPrefetch *q = hw_prefetch_start(sampler, HW_SPLIT_TRAIN, step, 3, &err);
@@ -32,6 +32,18 @@ typedef struct HwPrefetch HwPrefetch;
 /* capacity: batches held ready (>= 1; the trainer holds 3, or 2 per
  * virtual rank in data-parallel training). */
 HwPrefetch *hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int capacity, HwError *err);
+
+/*
+ * A stream of the sequences of n anchor rows of `task` at their obs times
+ * (bulk prediction): batch k holds rows k*batch .. k*batch+batch-1 (the
+ * last one fewer), each built by hw_sampler_build_for_seeds, so a row's
+ * sequence is the one a direct call gives; seed_idx of hw_prefetch_next
+ * receives the batch's indices into the row list.  anchor_rows and
+ * obs_time_us are read by the producer until hw_prefetch_stop returns.
+ * After the last batch, next returns HW_ERR_CANCELLED ("stopped").
+ */
+HwPrefetch *hw_prefetch_start_rows(HwSampler *s, int task, const uint32_t *anchor_rows, const int64_t *obs_time_us,
+								   int n, int batch, int capacity, HwError *err);
 
 /* Blocks until the next batch (in batch-number order).  seed_idx, when not
  * NULL, receives the batch's B seed indices.  Returns HW_OK, the producer's

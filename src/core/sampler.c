@@ -317,11 +317,18 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 HwSampler *
 hw_sampler_clone(const HwSampler *base, HwError *err)
 {
+	return hw_sampler_clone_threads(base, base->nthreads, err);
+}
+
+HwSampler *
+hw_sampler_clone_threads(const HwSampler *base, int n_threads, HwError *err)
+{
 	HwSampler *s = malloc(sizeof(HwSampler));
 
 	if (s == NULL)
 		goto oom;
 	*s = *base;
+	s->nthreads = thread_count(n_threads);
 	s->is_clone = true;
 	s->scratch = NULL;
 	s->pool = NULL;

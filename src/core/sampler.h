@@ -226,6 +226,10 @@ void hw_sampler_free(HwSampler *s);
  * (train + val prefetch queues).  base must outlive the clone. */
 HwSampler *hw_sampler_clone(const HwSampler *base, HwError *err);
 
+/* A clone (as hw_sampler_clone) whose batches are built by n_threads
+ * threads (0 = online CPUs): the same batches, bit for bit, sooner. */
+HwSampler *hw_sampler_clone_threads(const HwSampler *base, int n_threads, HwError *err);
+
 /* A clone (as hw_sampler_clone) that draws rank `rank` of `world_size`'s
  * shards (seed i of a split is rank i % world_size's) instead of base's:
  * its batches are those of a sampler created with that rank and

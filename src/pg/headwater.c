@@ -11,6 +11,7 @@
 
 #include "pg/serve/hw_serving_shared.h"
 #include "pg/serve/hw_serving.h"
+#include "pg/serve/hw_serving_device.h"
 #include "pg/serve/hw_serving_worker.h"
 #include "pg/task/hw_pg_task.h"
 #include "utils/guc.h"
@@ -62,6 +63,7 @@ _PG_init(void)
 	/* GUCs are defined by the files that own them. */
 	hw_serving_shared_guc_init();
 	hw_serving_guc_init();
+	hw_serving_device_guc_init();
 	hw_serving_worker_guc_init();
 	hw_batch_guc_init();
 	hw_train_guc_init();

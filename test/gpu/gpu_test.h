@@ -73,6 +73,7 @@ void test_train_step(const char *mode, double loss_rtol, double grad_rtol, doubl
 void test_learning(void);
 void test_repeatable(int B, int S, int steps);
 void test_shapes(void);
+void test_serving(int B, int S);
 /* inputs and failures (test_cuda_inputs.c) */
 void test_plan_validation(void);
 void test_uploads(void);

@@ -131,6 +131,7 @@ main(int argc, char **argv)
 	RUN("step", test_train_step("fp32", 1e-3, 1e-3, 2e-2));
 	RUN("step", test_train_step("bf16", 5e-2, 0.1, 0.6));
 	RUN("shapes", test_shapes());
+	RUN("serving", quick ? test_serving(4, 64) : test_serving(32, 256));
 	RUN("repeat", quick ? test_repeatable(4, 64, 3) : test_repeatable(16, 128, 10));
 	if (hw_sim_inject)
 		RUN("faults", test_faults());

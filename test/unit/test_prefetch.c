@@ -155,3 +155,63 @@ UNIT_TEST(prefetch_carries_producer_error)
 	hw_sampler_free(s);
 	hw_task_free(t);
 }
+
+/* A row stream (bulk prediction) gives hw_sampler_build_for_seeds' batches
+ * of its rows, in order, the last one short, then ends; a sampler clone on
+ * more threads builds the same bits; stopping mid-stream frees all. */
+UNIT_TEST(prefetch_row_stream_equals_direct_batches)
+{
+	pf_setup();
+	HwError    err = {0};
+	HwSampler *direct = pf_sampler();
+	HwSampler *base = pf_sampler();
+	HwSampler *wide;
+	enum { N = 23, B = 5 };
+	uint32_t   rows[N], idx[B];
+	int64_t    obs[N];
+
+	CHECK(direct && base);
+	wide = hw_sampler_clone_threads(base, 3, &err);
+	CHECK(wide != NULL);
+	for (int i = 0; i < N; i++)
+	{
+		rows[i] = pf_snap->tables[3].row_offset + (uint32_t) ((i * 37) % pf_snap->tables[3].nrows);
+		obs[i] = i % 2 ? HW_NO_CUTOFF : pf_snap->ts_mean_us;
+	}
+	HwPrefetch *q = hw_prefetch_start_rows(wide, 0, rows, obs, N, B, 2, &err);
+
+	CHECK(q != NULL);
+	for (int off = 0; off < N; off += B)
+	{
+		int      nb = N - off < B ? N - off : B;
+		HwBatch *a = NULL, *b = NULL;
+		uint64_t k;
+
+		CHECK(hw_prefetch_next(q, &a, &k, idx, &err) == HW_OK);
+		CHECK_EQ_INT((int) k, off / B);
+		CHECK_EQ_INT(a->B, nb);
+		for (int i = 0; i < nb; i++)
+			CHECK_EQ_INT((int) idx[i], off + i);
+		CHECK(hw_sampler_build_for_seeds(direct, 0, rows + off, obs + off, nb, &b, &err) == HW_OK);
+		CHECK(same_batch(a, b));
+		hw_batch_free(a);
+		hw_batch_free(b);
+	}
+	HwBatch *none = NULL;
+
+	CHECK_EQ_INT(hw_prefetch_next(q, &none, NULL, NULL, &err), HW_ERR_CANCELLED);
+	CHECK(none == NULL);
+	hw_prefetch_stop(q);
+
+	/* bad arguments are refused; a stream stopped after one batch frees the rest */
+	CHECK(hw_prefetch_start_rows(base, 0, rows, obs, N, 0, 2, &err) == NULL);
+	CHECK(strstr(err.msg, "batch >= 1") != NULL);
+	q = hw_prefetch_start_rows(base, 0, rows, obs, N, B, 3, &err);
+	CHECK(q != NULL);
+	CHECK(hw_prefetch_next(q, &none, NULL, NULL, &err) == HW_OK);
+	hw_batch_free(none);
+	hw_prefetch_stop(q);
+	hw_sampler_free(wide);
+	hw_sampler_free(base);
+	hw_sampler_free(direct);
+}

@@ -82,6 +82,9 @@ typedef struct HwServingOutput
  * decodes out[0..B-1]; frees the batch.  A masked categorical target gets a
  * placeholder id inside its block (its truth is unknown or not used). */
 void hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out);
+/* The same on another model of the entry's parameters (a GPU scorer's,
+ * hw_serving_device.h). */
+void hw_serving_eval_batch_on(HwServing *s, HwModel *model, HwBatch *b, HwServingOutput *out);
 
 /* Threads of a request of more than one batch (true: GUC
  * headwater.serving_threads, 0 = every CPU of the server) or one thread

@@ -39,6 +39,80 @@
 #include "pg/serve/hw_predict.h"
 #include "pg/serve/predict_priv.h"
 #include "pg/serve/hw_serving.h"
+#include "pg/serve/hw_serving_device.h"
+#include "core/prefetch.h"
+/* The decoded outputs o[nb] of rows into out[nb], in the task's units. */
+static void
+store_outputs(HwServing *s, int t, const HwServingOutput *o, int nb, HwPrediction *out)
+{
+	const HwTask *task = s->tasks[t];
+
+	for (int i = 0; i < nb; i++)
+	{
+		HwPrediction *d = &out[i];
+
+		d->p_null = o[i].p_null;
+		d->is_null = d->p_null > 0.5;
+		d->value = o[i].value;
+		d->label = o[i].label;
+		d->probs = o[i].probs;
+		d->K = o[i].K;
+		d->ord_levels = o[i].ord_levels;
+		memcpy(d->ord_p, o[i].ord_p, sizeof(d->ord_p));
+		if (task->target_stype == HW_ST_NUMERICAL)
+			d->value = hw_task_decode_numerical(task, o[i].value, &d->unrounded);
+		else if (task->target_stype == HW_ST_TIMESTAMP)
+			d->value = (o[i].value * s->snap->ts_std_us + s->snap->ts_mean_us) / 1e6;
+	}
+}
+
+/*
+ * Many rows without context labels: a producer thread samples the next
+ * batch while this thread runs the model on the last one (prefetch.h's row
+ * stream), on the GPU scorer when headwater.serving_device gives one, else
+ * on the entry's CPU model with the whole OpenMP team.  On the CPU the
+ * batches are the serving batches, so every row gets the bits of a
+ * single-row call.
+ */
+static void
+predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out)
+{
+	HwError         err = {0};
+	HwDeviceScorer *dev = hw_serving_device_open(s, s->tasks[t]->name);
+	HwModel        *model = dev ? dev->model : s->model;
+	int             B = dev ? dev->batch : s->scfg.batch_size;
+	HwServingOutput *o = palloc(sizeof(HwServingOutput) * B);
+	HwPrefetch     *volatile q = NULL;
+
+	if (dev == NULL)
+		hw_serving_set_wide(s, true);
+	PG_TRY();
+	{
+		q = hw_prefetch_start_rows(dev ? dev->sampler : s->sampler, t, rows, obs, n, B, 2, &err);
+		if (q == NULL)
+			hw_pg_raise_core_error(&err, "starting the sampling of the rows to predict");
+		for (int off = 0; off < n; off += B)
+		{
+			HwBatch *b = NULL;
+
+			if (hw_prefetch_next(q, &b, NULL, NULL, &err) != HW_OK)
+				hw_pg_raise_core_error(&err, "sampling the rows to predict");
+			hw_serving_eval_batch_on(s, model, b, o);
+			store_outputs(s, t, o, Min(B, n - off), out + off);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_FINALLY();
+	{
+		hw_prefetch_stop(q);
+		if (dev)
+			hw_serving_device_close(dev);
+		else
+			hw_serving_set_wide(s, false);
+	}
+	PG_END_TRY();
+}
+
 /* Runs the model on n anchors; out[n].  ctx (nctx labels, may be NULL):
  * context labels every row's label history takes in (predict_context.c). */
 void
@@ -46,17 +120,17 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 			 const HwContextLabel *ctx, uint32_t nctx)
 {
 	HwError err = {0};
-	const HwTask *task = s->tasks[t];
 	int     maxb = s->scfg.batch_size;
-	HwServingOutput *o = palloc(sizeof(HwServingOutput) * maxb);
+	HwServingOutput *o;
 
-	/* a single row runs on one thread (many sessions serve at once); a
-	 * multi-batch request uses the whole OpenMP team for its duration */
-	bool    wide = n > maxb;
-	if (wide)
-		hw_serving_set_wide(s, true);
-	PG_TRY();
+	if (n > maxb && nctx == 0)
 	{
+		predict_stream(s, t, rows, obs, n, out);
+		return;
+	}
+	/* a single batch (or rows with context labels) runs on one thread: many
+	 * sessions serve at once */
+	o = palloc(sizeof(HwServingOutput) * maxb);
 	for (int off = 0; off < n; off += maxb)
 	{
 		int     nb = Min(maxb, n - off);
@@ -65,32 +139,9 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 		if (hw_predict_build(s, t, rows + off, obs + off, nb, ctx, nctx, &b, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "sampling the rows to predict");
 		hw_serving_eval_batch(s, b, o);
-		for (int i = 0; i < nb; i++)
-		{
-			HwPrediction *d = &out[off + i];
-
-			d->p_null = o[i].p_null;
-			d->is_null = d->p_null > 0.5;
-			d->value = o[i].value;
-			d->label = o[i].label;
-			d->probs = o[i].probs;
-			d->K = o[i].K;
-			d->ord_levels = o[i].ord_levels;
-			memcpy(d->ord_p, o[i].ord_p, sizeof(d->ord_p));
-			if (task->target_stype == HW_ST_NUMERICAL)
-				d->value = hw_task_decode_numerical(task, o[i].value, &d->unrounded);
-			else if (task->target_stype == HW_ST_TIMESTAMP)
-				d->value = (o[i].value * s->snap->ts_std_us + s->snap->ts_mean_us) / 1e6;
-		}
+		store_outputs(s, t, o, nb, out + off);
 		CHECK_FOR_INTERRUPTS();
 	}
-	}
-	PG_FINALLY();
-	{
-		if (wide)
-			hw_serving_set_wide(s, false);
-	}
-	PG_END_TRY();
 }
 
 static const char *

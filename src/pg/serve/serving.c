@@ -672,6 +672,12 @@ hw_serving_set_precision_setting(int precision)
 void
 hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 {
+	hw_serving_eval_batch_on(s, s->model, b, out);
+}
+
+void
+hw_serving_eval_batch_on(HwServing *s, HwModel *model, HwBatch *b, HwServingOutput *out)
+{
 	HwError     err = {0};
 	int         B = b->B;
 	int32       K = (int32) b->cat_emb_count;
@@ -689,8 +695,10 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory running the model")));
 	}
 	/* the session's precision (a no-op when unchanged: the bf16 copy of the
-	 * weights is kept with the cached model) */
-	if (hw_model_set_inference_precision(s->model, (HwPrecision) hw_inference_precision, &err) != HW_OK)
+	 * weights is kept with the cached model); a GPU model computes as its
+	 * backend does (bf16 tensor cores) */
+	if (model == s->model &&
+		hw_model_set_inference_precision(s->model, (HwPrecision) hw_inference_precision, &err) != HW_OK)
 	{
 		hw_batch_free(b);
 		hw_predictions_free(pr);
@@ -704,7 +712,7 @@ hw_serving_eval_batch(HwServing *s, HwBatch *b, HwServingOutput *out)
 		hw_pg_raise_core_error(&err, "preparing the model's bf16 weights");
 	}
 	/* inference forward: no tape, no loss; bit-identical per row in any batch */
-	int rc = hw_model_predict(s->model, b, pr, &err);
+	int rc = hw_model_predict(model, b, pr, &err);
 	int stype = b->target_stype;
 	hw_batch_free(b);
 	if (rc != HW_OK)

@@ -65,6 +65,29 @@ hw_pg_cuda_device_count(const char **why_not)
 }
 
 HwBackend *
+hw_pg_cuda_backend_try(int device, HwError *err)
+{
+	const char *why_not = NULL;
+	cuda_create_fn create;
+	HwBackend  *be = NULL;
+
+	if (hw_pg_cuda_device_count(&why_not) <= device)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "%s", why_not ? why_not : "the CUDA device is not visible to the server");
+		return NULL;
+	}
+	create = (cuda_create_fn) dlsym(cuda_lib, "hw_cuda_backend_create");
+	if (create == NULL)
+	{
+		hw_error_set(err, HW_ERR_INVALID, "headwater_cuda.so has no hw_cuda_backend_create (incomplete build)");
+		return NULL;
+	}
+	if (create(device, &be, err) != HW_OK)
+		return NULL;
+	return be;
+}
+
+HwBackend *
 hw_pg_backend_create(const char *device, int threads, HwJobShared *job)
 {
 	return hw_pg_backend_create_rank(device, threads, 0, job);

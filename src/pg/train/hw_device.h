@@ -16,6 +16,9 @@ HwBackend  *hw_pg_backend_create_rank(const char *device, int threads, int rank,
  * the CPU, NCCL on CUDA (collective.h); ERROR when it cannot start. */
 HwCollective *hw_pg_collective_create(HwBackend **bes, int nranks, double timeout_s);
 const char *hw_pg_backend_name(HwBackend *be);
+/* The CUDA backend on GPU `device`, or NULL with the reason in *err (not
+ * built, no such GPU visible, the GPU busy or out of memory); never ERROR. */
+HwBackend  *hw_pg_cuda_backend_try(int device, HwError *err);
 /* Number of visible CUDA devices (0 with *why_not set when none / not built). */
 int         hw_pg_cuda_device_count(const char **why_not);
 
