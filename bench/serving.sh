@@ -16,6 +16,7 @@
 #     session keeps); with the worker, its forwards and rows (rows per
 #     forward: the batching across sessions);
 #   - the training worker's tokens/s (30 steps) as before.
+# HW_BENCH_PGBENCH=0 stops after the single-row and bulk figures.
 # Memory over a long run (leaks): bench/serving_soak.sh.
 # The model is trained for a few steps only: speed does not depend on how
 # well it is trained.  Uses the server in PGHOST/PGPORT when set, else starts
@@ -34,6 +35,7 @@ q() { psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 hw_bench_shop "$db" "$scale"
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset (AVX-512 kernels where the CPU has them)}"
+echo "bulk requests (batch, table, into) on: headwater.serving_device = $(q -c "SELECT current_setting('headwater.serving_device', true)")"
 
 # Training inside the worker: tokens/s as the worker measures it (the rate
 # over the last second of steps), to compare with bench/bin/train_step.
@@ -82,6 +84,11 @@ SELECT format('rt_predict_into, preset $preset: %s rows in %s s = %s rows/s', :n
               round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 3),
               round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric));
 SQL
+
+if [ "${HW_BENCH_PGBENCH:-1}" = 0 ]; then
+	echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg) (pgbench part skipped: HW_BENCH_PGBENCH=0)"
+	exit 0
+fi
 
 # pgbench: one rt_predict of a random order per transaction
 norders=$(q -c "SELECT count(*) FROM shop.orders")

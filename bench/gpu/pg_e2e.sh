@@ -15,8 +15,9 @@
 # only) -> CREATE EXTENSION -> demo shop (rt_demo_shop) -> the demo's model
 # and three tasks -> per device ('cuda', then 'cpu'): rt_train (tiny preset,
 # restart: the same tasks, splits and seed) + rt_evaluate + rt_predict ->
-# headwater.job / checkpoint_metric / train_log -> stop.
-# Every step has a timeout; the whole script ends within ~6 minutes.
+# bulk scoring (rt_predict_into rows/s on the GPU and the CPU, the two
+# compared) -> headwater.job / checkpoint_metric / train_log -> stop.
+# Every step has a timeout; the whole script ends within ~11 minutes.
 # Files in RESULTS_DIR: e2e.log (everything), summary.txt, ldd.txt, server.log.
 #
 # RESULTS_DIR: argument, else $HW_GPU_RESULTS, else ./gpu-results.
@@ -25,11 +26,12 @@
 # HW_E2E_PORT (54555), HW_E2E_SCALE (demo customers, 500), HW_E2E_STEPS (200),
 # HW_E2E_USER (cluster owner to use/create), HW_E2E_SWITCH (force
 # runuser|setpriv|su), HW_E2E_DEVICES (default "cuda cpu"), HW_E2E_BUDGET
-# (seconds, 305).
+# (seconds, 600), HW_E2E_BULK (1: the bulk-scoring part), HW_E2E_BULK_ROWS
+# (its sizes, "10000 100000 1000000").
 set -u -o pipefail
 
 START=$(date +%s)
-DEADLINE=$((START + ${HW_E2E_BUDGET:-305}))   # no step runs past this; then tables (<=20 s) and stop (<=25 s)
+DEADLINE=$((START + ${HW_E2E_BUDGET:-600}))   # no step runs past this; then tables (<=20 s) and stop (<=25 s)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${1:-${HW_GPU_RESULTS:-./gpu-results}}
 PORT=${HW_E2E_PORT:-54555}
@@ -345,6 +347,55 @@ SELECT '$dev' AS run, order_id, status AS actual, rt_predict_label('order_status
 FROM shop.orders ORDER BY order_id LIMIT 5;
 SQL
 done
+
+# ---------------------------------------------------------------- 9. bulk scoring
+# rt_predict_into rows/s of the small preset (20 steps: speed does not
+# depend on training) on the GPU (headwater.serving_device 'cuda') for each
+# of HW_E2E_BULK_ROWS and on the CPU for the first, from one run; the GPU's
+# predictions against the CPU's on the same rows and against a second GPU
+# run (bit for bit).  HW_E2E_BULK=0 skips it.
+if [ "${HW_E2E_BULK:-1}" = 1 ]; then
+	BULK_ROWS=${HW_E2E_BULK_ROWS:-10000 100000 1000000}
+	first=${BULK_ROWS%% *}
+	maxn=$(echo "$BULK_ROWS" | tr ' ' '\n' | sort -n | tail -1)
+	bulk_run() {  # bulk_run DEVICE ROWS TABLE: one timed rt_predict_into
+		cat <<SQL
+SET headwater.serving_device = '$1';
+TRUNCATE $3;
+SELECT clock_timestamp() AS t0 \\gset
+SELECT rt_predict_into('order_status', 'SELECT order_id FROM bulk_ids LIMIT $2', '$3') AS n \\gset
+SELECT format('rt_predict_into, small preset, device %s: %s rows in %s s = %s rows/s', '$1', :n,
+              round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 2),
+              round(:n / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric)) AS bulk;
+SQL
+	}
+	sql "bulk scoring: train the small preset (20 steps), $maxn rows to score" 120 hw_e2e <<SQL
+SET client_min_messages = warning;
+SELECT rt_train('shop', steps => 20, preset => 'small', device => 'auto',
+                options => '{"restart": true, "checkpoint_every": 20, "val_every": 20, "val_rows": 256}') ->> 'state' AS trained;
+CREATE TABLE bulk_ids AS SELECT o.order_id FROM shop.orders o,
+  generate_series(1, ceil($maxn::numeric / (SELECT count(*) FROM shop.orders))::int) g LIMIT $maxn;
+CREATE TABLE bulk_cpu (row_id text, obs_time timestamptz, prediction float8, label text, p_null float8, detail jsonb);
+CREATE TABLE bulk_gpu (LIKE bulk_cpu);
+CREATE TABLE bulk_gpu2 (LIKE bulk_cpu);
+SELECT count(*) AS rows_to_score FROM bulk_ids;
+SQL
+	sql "bulk scoring, $first rows: cpu, cuda twice, compared" 240 hw_e2e < <(
+		bulk_run cpu "$first" bulk_cpu; bulk_run cuda "$first" bulk_gpu; bulk_run cuda "$first" bulk_gpu2
+		cat <<'SQL'
+SELECT count(*) AS rows, max(abs(g.prediction - c.prediction)) AS max_abs_diff_vs_cpu,
+       avg(abs(g.prediction - c.prediction)) AS mean_abs_diff_vs_cpu,
+       count(*) FILTER (WHERE g.label IS DISTINCT FROM c.label) AS labels_differ_vs_cpu
+FROM (SELECT row_number() OVER () AS i, * FROM bulk_gpu) g JOIN (SELECT row_number() OVER () AS i, * FROM bulk_cpu) c USING (i);
+SELECT count(*) AS second_gpu_run_differs FROM
+  (SELECT row_id, prediction, p_null FROM bulk_gpu EXCEPT ALL SELECT row_id, prediction, p_null FROM bulk_gpu2) d;
+SQL
+	)
+	for n in $BULK_ROWS; do
+		[ "$n" = "$first" ] && continue
+		sql "bulk scoring, $n rows on the GPU" 300 hw_e2e < <(bulk_run cuda "$n" bulk_gpu)
+	done
+fi
 
 # ---------------------------------------------------------------- 10. tables
 DEADLINE=$((DEADLINE + 20))   # the tables are the point of the run: they may use the reserve

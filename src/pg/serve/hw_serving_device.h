@@ -22,9 +22,9 @@ void hw_serving_device_guc_init(void);
 /* The GPU scorer of a bulk prediction of entry s (task_ref names the task
  * in messages), or NULL: score on the CPU (headwater.serving_device 'cpu',
  * or 'auto' without a GPU that can take the model; NOTICE when a GPU was
- * there but could not).  ERROR under 'cuda' when no GPU can.  Freed by
- * hw_serving_device_close or with CurrentMemoryContext. */
-HwDeviceScorer *hw_serving_device_open(HwServing *s, const char *task_ref);
+ * there but could not).  ERROR under 'cuda' when no GPU can.  Allocated in
+ * cxt; freed by hw_serving_device_close or with cxt. */
+HwDeviceScorer *hw_serving_device_open(HwServing *s, const char *task_ref, MemoryContext cxt);
 /* Frees the scorer's device memory, model and sampler (again: a no-op). */
 void hw_serving_device_close(HwDeviceScorer *d);
 

@@ -33,6 +33,24 @@
 #include "pg/serve/hw_predict.h"
 #include "pg/serve/predict_priv.h"
 #include "pg/serve/hw_serving.h"
+/* The n rows as one bulk request: its device memory goes before it returns. */
+static void
+predict_all(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *d)
+{
+	HwBulkState *bulk = palloc0(sizeof(HwBulkState));
+
+	bulk->cxt = CurrentMemoryContext;
+	PG_TRY();
+	{
+		hw_predict_rows_bulk(s, t, rows, obs, n, d, bulk);
+	}
+	PG_FINALLY();
+	{
+		hw_predict_bulk_end(bulk);
+	}
+	PG_END_TRY();
+}
+
 PG_FUNCTION_INFO_V1(rt_predict_batch);
 Datum
 rt_predict_batch(PG_FUNCTION_ARGS)
@@ -99,7 +117,7 @@ rt_predict_batch(PG_FUNCTION_ARGS)
 		rows[i] = (uint32) found[i];
 	HwPrediction *d = palloc0(sizeof(HwPrediction) * Max(1, n));
 	if (n > 0)
-		hw_predict_rows(s, t, rows, obs, n, d, NULL, 0);
+		predict_all(s, t, rows, obs, n, d);
 
 	Oid     out;
 	bool    varlena;

@@ -69,16 +69,15 @@ store_outputs(HwServing *s, int t, const HwServingOutput *o, int nb, HwPredictio
 /*
  * Many rows without context labels: a producer thread samples the next
  * batch while this thread runs the model on the last one (prefetch.h's row
- * stream), on the GPU scorer when headwater.serving_device gives one, else
- * on the entry's CPU model with the whole OpenMP team.  On the CPU the
- * batches are the serving batches, so every row gets the bits of a
- * single-row call.
+ * stream), on the GPU scorer dev when given, else on the entry's CPU model
+ * with the whole OpenMP team.  On the CPU the batches are the serving
+ * batches, so every row gets the bits of a single-row call.
  */
 static void
-predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out)
+predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out,
+			   HwDeviceScorer *dev)
 {
 	HwError         err = {0};
-	HwDeviceScorer *dev = hw_serving_device_open(s, s->tasks[t]->name);
 	HwModel        *model = dev ? dev->model : s->model;
 	int             B = dev ? dev->batch : s->scfg.batch_size;
 	HwServingOutput *o = palloc(sizeof(HwServingOutput) * B);
@@ -105,16 +104,12 @@ predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, in
 	PG_FINALLY();
 	{
 		hw_prefetch_stop(q);
-		if (dev)
-			hw_serving_device_close(dev);
-		else
+		if (dev == NULL)
 			hw_serving_set_wide(s, false);
 	}
 	PG_END_TRY();
 }
 
-/* Runs the model on n anchors; out[n].  ctx (nctx labels, may be NULL):
- * context labels every row's label history takes in (predict_context.c). */
 void
 hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out,
 			 const HwContextLabel *ctx, uint32_t nctx)
@@ -125,7 +120,7 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 
 	if (n > maxb && nctx == 0)
 	{
-		predict_stream(s, t, rows, obs, n, out);
+		predict_stream(s, t, rows, obs, n, out, NULL);
 		return;
 	}
 	/* a single batch (or rows with context labels) runs on one thread: many
@@ -142,6 +137,31 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 		store_outputs(s, t, o, nb, out + off);
 		CHECK_FOR_INTERRUPTS();
 	}
+}
+
+void
+hw_predict_rows_bulk(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out,
+					 HwBulkState *bulk)
+{
+	/* the device is chosen by the request's first part of more than one
+	 * batch; parts before it (and all, on the CPU) run as hw_predict_rows */
+	if (!bulk->decided && n > s->scfg.batch_size)
+	{
+		bulk->dev = hw_serving_device_open(s, s->tasks[t]->name, bulk->cxt);
+		bulk->decided = true;
+	}
+	if (bulk->dev)
+		predict_stream(s, t, rows, obs, n, out, bulk->dev);
+	else
+		hw_predict_rows(s, t, rows, obs, n, out, NULL, 0);
+}
+
+void
+hw_predict_bulk_end(HwBulkState *bulk)
+{
+	if (bulk->dev)
+		hw_serving_device_close(bulk->dev);
+	bulk->dev = NULL;
 }
 
 static const char *

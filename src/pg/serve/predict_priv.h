@@ -67,10 +67,30 @@ uint32  hw_predict_anchor_row_of(HwServing *s, int t, const char *task, const ch
 
 /* ---- predict_output.c */
 
-/* Runs the model on n anchors; out[n].  ctx (nctx labels, may be NULL):
- * context labels every row's label history takes in (predict_context.c). */
+/* Runs the entry's CPU model on n anchors; out[n].  ctx (nctx labels, may
+ * be NULL): context labels every row's label history takes in
+ * (predict_context.c).  More than one batch without context: the row
+ * stream, on the whole OpenMP team; the same bits as single rows. */
 void    hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out,
 						const HwContextLabel *ctx, uint32_t nctx);
+
+/* A bulk request's device (rt_predict_batch, rt_predict_table,
+ * rt_predict_into): chosen once by headwater.serving_device at its first
+ * part of more than one batch (hw_serving_device.h), kept for its later
+ * parts, and allocated in cxt, a context that outlives them. */
+typedef struct HwBulkState
+{
+	MemoryContext          cxt;
+	bool                   decided;
+	struct HwDeviceScorer *dev;       /* NULL: the CPU */
+} HwBulkState;
+
+/* hw_predict_rows for one part of a bulk request (no context labels), on
+ * the request's device. */
+void    hw_predict_rows_bulk(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, int n, HwPrediction *out,
+							 HwBulkState *bulk);
+/* Frees the request's device model (also freed with bulk->cxt). */
+void    hw_predict_bulk_end(HwBulkState *bulk);
 
 /* The optional checkpoint argument: -1 (the task's best) when absent or NULL. */
 int64   hw_predict_checkpoint_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref);

@@ -62,6 +62,7 @@ typedef struct PredictRun
 	PredChunkFn fn;
 	void       *arg;
 	int64       total;        /* rows predicted so far */
+	HwBulkState bulk;         /* the request's device, kept across chunks */
 } PredictRun;
 
 /* The query's columns: obs_time (timestamptz) if returned, the rest the key. */
@@ -190,7 +191,7 @@ predict_chunk(PredictRun *p, SPITupleTable *tt, int n)
 	hw_predict_anchor_rows_require(p->s, p->t, keys, c.row_id, found, c.n);
 	for (int i = 0; i < c.n; i++)
 		rows[i] = (uint32) found[i];
-	hw_predict_rows(p->s, p->t, rows, obs_us, c.n, c.d, NULL, 0);
+	hw_predict_rows_bulk(p->s, p->t, rows, obs_us, c.n, c.d, &p->bulk);
 	p->fn(p->s, p->t, &c, p->arg);
 }
 
@@ -204,7 +205,8 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 {
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "headwater predict chunk",
 													ALLOCSET_DEFAULT_SIZES);
-	PredictRun  p = {.s = s, .t = t, .task_ref = task_ref, .fn = fn, .arg = arg};
+	PredictRun  p = {.s = s, .t = t, .task_ref = task_ref, .fn = fn, .arg = arg,
+					 .bulk = {.cxt = CurrentMemoryContext}};
 	Portal      portal;
 
 	hw_predict_require_anchor_key(s, t);
@@ -212,22 +214,31 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 	portal = hw_caller_select_open(query, fn_name, task_ref);
 	p.td = portal->tupDesc;
 	find_key_and_time_columns(&p);
-	for (;;)
+	PG_TRY();
 	{
-		MemoryContext old;
-		int n;
+		for (;;)
+		{
+			MemoryContext old;
+			int n;
 
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, batch_rows);
-		if (SPI_processed == 0)
-			break;
-		n = (int) SPI_processed;
-		old = MemoryContextSwitchTo(chunk_cxt);
-		predict_chunk(&p, SPI_tuptable, n);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(chunk_cxt);
-		p.total += n;
+			CHECK_FOR_INTERRUPTS();
+			SPI_cursor_fetch(portal, true, batch_rows);
+			if (SPI_processed == 0)
+				break;
+			n = (int) SPI_processed;
+			old = MemoryContextSwitchTo(chunk_cxt);
+			predict_chunk(&p, SPI_tuptable, n);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(chunk_cxt);
+			p.total += n;
+		}
 	}
+	PG_FINALLY();
+	{
+		/* the device memory goes now, not with the caller's context */
+		hw_predict_bulk_end(&p.bulk);
+	}
+	PG_END_TRY();
 	SPI_cursor_close(portal);
 	MemoryContextDelete(chunk_cxt);
 	return p.total;

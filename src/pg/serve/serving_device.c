@@ -16,8 +16,8 @@
  * clone of the entry's sampler on every CPU while the device runs the
  * previous batch (predict_output.c's row stream).  The device memory is
  * released when the request ends, on ERROR and on cancel: the scorer is
- * freed by the caller's PG_FINALLY and, should that be skipped, by a reset
- * callback of the caller's memory context.  Single-row calls stay on the
+ * freed by the request's PG_FINALLY and, should that be skipped, by a reset
+ * callback of the request's memory context.  Single-row calls stay on the
  * CPU: a GPU forward of one sequence gains nothing (the serving worker is
  * where single rows meet).
  */
@@ -136,7 +136,7 @@ scorer_build(HwServing *s, HwDeviceScorer *d, HwError *err)
 }
 
 HwDeviceScorer *
-hw_serving_device_open(HwServing *s, const char *task_ref)
+hw_serving_device_open(HwServing *s, const char *task_ref, MemoryContext cxt)
 {
 	HwError        err = {0};
 	HwDeviceScorer *d;
@@ -145,13 +145,13 @@ hw_serving_device_open(HwServing *s, const char *task_ref)
 
 	if (serving_device == SERVING_DEVICE_CPU)
 		return NULL;
-	d = MemoryContextAllocZero(CurrentMemoryContext, sizeof(HwDeviceScorer));
+	d = MemoryContextAllocZero(cxt, sizeof(HwDeviceScorer));
 	d->batch = serving_device_batch;
 	d->be = hw_pg_cuda_backend_try(0, &err);
-	cb = MemoryContextAlloc(CurrentMemoryContext, sizeof(MemoryContextCallback));
+	cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 	cb->func = close_cb;
 	cb->arg = d;
-	MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
+	MemoryContextRegisterResetCallback(cxt, cb);
 	if (d->be != NULL && scorer_build(s, d, &err))
 		return d;
 	had_gpu = d->be != NULL;

@@ -1,7 +1,7 @@
 /*
  * serving_worker_main.c: the serving worker (hw_serving_worker.h).  It
- * loads its (model, checkpoint, weights) once, as the model's owner, then
- * loops: wait for posted rows, wait up to window_ms for more, predict them
+ * loads its (model, checkpoint, weights) once, as the model's owner (and
+ * onto a GPU when headwater.serving_device gives one), then loops: wait for posted rows, wait up to window_ms for more, predict them
  * grouped by task in batches of the model's batch size (a batch predicts
  * each row as alone), answer each slot and wake its session.  It stops
  * after idle_s without a request, or when told to (SIGTERM), and removes
@@ -24,6 +24,7 @@
 #include "utils/wait_event.h"
 
 #include "pg/serve/hw_serving_worker.h"
+#include "pg/serve/hw_serving_device.h"
 #include "core/sampler.h"
 
 PGDLLEXPORT void hw_serving_worker_main(Datum main_arg);
@@ -42,6 +43,10 @@ typedef struct Worker
 	int64       obs[HW_SW_SLOTS];
 	int32       precision[HW_SW_SLOTS];
 	int         ntaken;
+	/* the device of every forward, chosen at the start by the server's
+	 * headwater.serving_device: a GPU model for the worker's life, or the
+	 * entry's CPU model */
+	HwBulkState device;
 } Worker;
 
 /* Takes every posted slot (POSTED -> RUNNING); how many it holds now. */
@@ -107,10 +112,11 @@ run_task(Worker *w, int t, const int *ks, int n)
 	PG_TRY();
 	{
 		/* every CPU of the team (hw_predict_rows narrows after a long
-		 * request), the sessions' precision: their own answer */
+		 * request), the sessions' precision: their own answer; on a GPU
+		 * one forward of all the rows, in the GPU's arithmetic */
 		hw_serving_set_wide(w->s, true);
 		hw_serving_set_precision_setting(w->precision[ks[0]]);
-		hw_predict_rows(w->s, t, rows, obs, n, out, NULL, 0);
+		hw_predict_rows_bulk(w->s, t, rows, obs, n, out, &w->device);
 	}
 	PG_CATCH();
 	{
@@ -175,6 +181,9 @@ load_model(Worker *w)
 		if (w->s->checkpoint_id != q->checkpoint_id || w->s->average != q->average ||
 			hw_serving_worker_key_hash(w->s->key) != q->state_key_hash)
 			ereport(ERROR, (errmsg("the model changed while its serving worker started")));
+		w->device.cxt = TopMemoryContext;
+		w->device.dev = hw_serving_device_open(w->s, q->task_ref, TopMemoryContext);
+		w->device.decided = true;
 	}
 	PG_CATCH();
 	{
