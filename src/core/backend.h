@@ -242,8 +242,9 @@ typedef struct HwBackendOps
 	 * with A_i = A + i*M*lda, C_i = C + i*M*ldc.  Each product is computed
 	 * like a lone call of that shape (on the CPU: one single-threaded sgemm,
 	 * the nb products shared by the team), so a product's bits depend only
-	 * on its own operands, never on nb or the thread count.  NULL: the model
-	 * issues nb gemm calls instead. */
+	 * on its own operands, never on nb or the thread count.  NULL (a
+	 * device): the model issues one gemm call of nb*M rows instead (the
+	 * products lie one after another). */
 	void (*gemm_rows_batched)(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
 							  const float *W, float beta, float *C, int ldc);
 	/* Inference GEMMs in bf16 (the CPU backend on processors with

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The batch's shape and target type against the model; sets m->K (the
@@ -289,7 +290,14 @@ build_plans(HwModel *m, const HwBatch *bt, HwError *err)
 		if (!m->plans[s])
 		{
 			model_free_plans(m);
-			return err && err->code ? err->code : hw_error_set(err, HW_ERR_INVALID, "attention plan failed");
+			if (!err || !err->code)
+				return hw_error_set(err, HW_ERR_INVALID, "attention plan failed");
+			/* the backend's own failure, named as model_backend_cause names
+			 * the failures it keeps */
+			char cause[sizeof(err->msg)];
+
+			snprintf(cause, sizeof(cause), "%s", err->msg);
+			return hw_error_set(err, err->code, "%s backend: %s", m->be->ops->name, cause);
 		}
 	}
 	return HW_OK;

@@ -25,9 +25,9 @@ struct HwPrefetch
 {
 	HwSampler      *s;
 	int             split;      /* a split's stream, or -1: the rows below */
-	int             task;       /* rows: the task, anchors and obs times (caller's memory) */
-	const uint32_t *rows;
-	const int64_t  *obs;
+	int             task;       /* rows: the task, anchors and obs times (the queue's copies) */
+	uint32_t       *rows;
+	int64_t        *obs;
 	int             nrows;
 	uint64_t        next_k;     /* producer's next batch number */
 	int             cap, head, count;
@@ -140,9 +140,30 @@ queue_start(HwPrefetch *init, int capacity, HwError *err)
 	q->s = init->s;
 	q->split = init->split;
 	q->task = init->task;
-	q->rows = init->rows;
-	q->obs = init->obs;
 	q->nrows = init->nrows;
+	if (init->split < 0)
+	{
+		/* the producer reads its own copies: the caller's memory may be a
+		 * server's, which only the caller's thread may touch */
+		size_t n = (size_t) (init->nrows > 0 ? init->nrows : 1);
+
+		q->rows = malloc(sizeof(uint32_t) * n);
+		q->obs = malloc(sizeof(int64_t) * n);
+		if (q->rows == NULL || q->obs == NULL)
+		{
+			free(q->rows);
+			free(q->obs);
+			free(q->ring);
+			free(q);
+			hw_error_set(err, HW_ERR_NOMEM, "out of memory for the row stream");
+			return NULL;
+		}
+		if (init->nrows > 0)
+		{
+			memcpy(q->rows, init->rows, sizeof(uint32_t) * (size_t) init->nrows);
+			memcpy(q->obs, init->obs, sizeof(int64_t) * (size_t) init->nrows);
+		}
+	}
 	q->next_k = init->next_k;
 	q->B = init->B;
 	q->cap = capacity;
@@ -181,8 +202,8 @@ hw_prefetch_start_rows(HwSampler *s, int task, const uint32_t *anchor_rows, cons
 					 "(got %d rows, batch %d, capacity %d)", n, batch, capacity);
 		return NULL;
 	}
-	HwPrefetch init = { .s = s, .split = -1, .task = task, .rows = anchor_rows, .obs = obs_time_us, .nrows = n,
-						.B = batch };
+	HwPrefetch init = { .s = s, .split = -1, .task = task, .rows = (uint32_t *) anchor_rows,
+						.obs = (int64_t *) obs_time_us, .nrows = n, .B = batch };
 
 	return queue_start(&init, capacity, err);
 }
@@ -259,6 +280,8 @@ hw_prefetch_stop(HwPrefetch *q)
 	pthread_cond_destroy(&q->not_full);
 	pthread_cond_destroy(&q->not_empty);
 	pthread_mutex_destroy(&q->mu);
+	free(q->rows);
+	free(q->obs);
 	free(q->ring);
 	free(q);
 }

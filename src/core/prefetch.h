@@ -39,7 +39,7 @@ HwPrefetch *hw_prefetch_start(HwSampler *s, int split, uint64_t first_batch, int
  * last one fewer), each built by hw_sampler_build_for_seeds, so a row's
  * sequence is the one a direct call gives; seed_idx of hw_prefetch_next
  * receives the batch's indices into the row list.  anchor_rows and
- * obs_time_us are read by the producer until hw_prefetch_stop returns.
+ * obs_time_us are copied: the caller may free them at once.
  * After the last batch, next returns HW_ERR_CANCELLED ("stopped").
  */
 HwPrefetch *hw_prefetch_start_rows(HwSampler *s, int task, const uint32_t *anchor_rows, const int64_t *obs_time_us,

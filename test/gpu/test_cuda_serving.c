@@ -7,22 +7,24 @@
  */
 #include "gpu_test.h"
 
-/* predictions of `m` on batches first..first+nb-1 of sp: value and p_null
- * per sequence, [nb * B] each, into val and pn */
+/* predictions of `m` on batches first..first+nb-1 of sp (the last one of
+ * `last`, fewer sequences): value and p_null per sequence into val and pn,
+ * [nb * B] each (a short batch's missing rows left as they are) */
 static int
-predict_batches(HwModel *m, HwSynthSpec *sp, int first, int nb, float *val, float *pn)
+predict_batches(HwModel *m, HwSynthSpec *sp, HwSynthSpec *last, int first, int nb, float *val, float *pn)
 {
 	for (int i = 0; i < nb; i++)
 	{
-		HwBatch       *b = hw_synth_batch(sp, (uint64_t) (first + i));
+		HwSynthSpec   *bs = i == nb - 1 ? last : sp;
+		HwBatch       *b = hw_synth_batch(bs, (uint64_t) (first + i));
 		HwPredictions *p = hw_predictions_alloc(sp->B, HW_SYNTH_NCAT);
 		HwError        e = {0};
 		int            rc = b && p ? hw_model_predict(m, b, p, &e) : HW_ERR_NOMEM;
 
 		if (rc == HW_OK)
 		{
-			memcpy(val + i * sp->B, p->value, sizeof(float) * sp->B);
-			memcpy(pn + i * sp->B, p->p_null, sizeof(float) * sp->B);
+			memcpy(val + i * sp->B, p->value, sizeof(float) * bs->B);
+			memcpy(pn + i * sp->B, p->p_null, sizeof(float) * bs->B);
 		}
 		else
 			printf("  predict (%s): %s\n", hw_model_backend(m)->ops->name, e.msg);
@@ -70,6 +72,9 @@ test_serving(int B, int S)
 	snprintf(name, sizeof(name), "serving forward on the GPU against the CPU (tiny, B %d, S %d, gemm bf16 and fp32)", B, S);
 	TEST_BEGIN(name);
 	enum { NB = 3 };
+	/* the last batch is short (as a request's last, or the serving
+	 * worker's): B - 1 sequences on a model made for B */
+	HwSynthSpec short_sp = { .B = B - 1, .S = S, .d_text = 32, .target_stype = HW_ST_NUMERICAL, .seed = 29 };
 	uint16_t   *ct = NULL, *ca = NULL;
 	HwModel    *trained = make_model(cpu, "tiny", B, S, HW_ST_NUMERICAL, &ct, &ca);
 	HwSynthSpec sp = { .B = B, .S = S, .d_text = 32, .target_stype = HW_ST_NUMERICAL, .seed = 23 };
@@ -101,7 +106,7 @@ test_serving(int B, int S)
 		HwModel *mc = frozen_on(cpu, &c, kept, n, ct, ca);
 
 		/* k = 1, 2: two bf16 runs (each a fresh model); k = 3: fp32 GEMMs */
-		ok = mc && predict_batches(mc, &sp, 10, NB, v[0], p[0]);
+		ok = mc && predict_batches(mc, &sp, &short_sp, 10, NB, v[0], p[0]);
 		for (int k = 1; ok && k < 4; k++)
 		{
 			hw_backend_cuda_set_gemm_mode(k == 3 ? "fp32" : "bf16");
@@ -109,7 +114,7 @@ test_serving(int B, int S)
 			HwModel *mg = frozen_on(gpu, &c, host, n, ct, ca);
 
 			memset(host, 0xff, sizeof(float) * (size_t) n);     /* the GPU holds its own copy */
-			ok = mg && predict_batches(mg, &sp, 10, NB, v[k], p[k]);
+			ok = mg && predict_batches(mg, &sp, &short_sp, 10, NB, v[k], p[k]);
 			if (mg)
 				hw_model_free(mg);
 		}

@@ -157,8 +157,9 @@ UNIT_TEST(prefetch_carries_producer_error)
 }
 
 /* A row stream (bulk prediction) gives hw_sampler_build_for_seeds' batches
- * of its rows, in order, the last one short, then ends; a sampler clone on
- * more threads builds the same bits; stopping mid-stream frees all. */
+ * of its rows, in order, the last one short, then ends, whatever the caller
+ * does to its arrays meanwhile; a sampler clone on more threads builds the
+ * same bits; stopping mid-stream frees all. */
 UNIT_TEST(prefetch_row_stream_equals_direct_batches)
 {
 	pf_setup();
@@ -178,9 +179,17 @@ UNIT_TEST(prefetch_row_stream_equals_direct_batches)
 		rows[i] = pf_snap->tables[3].row_offset + (uint32_t) ((i * 37) % pf_snap->tables[3].nrows);
 		obs[i] = i % 2 ? HW_NO_CUTOFF : pf_snap->ts_mean_us;
 	}
-	HwPrefetch *q = hw_prefetch_start_rows(wide, 0, rows, obs, N, B, 2, &err);
+	/* the stream copies its rows: the caller's arrays may change at once */
+	uint32_t   given_rows[N];
+	int64_t    given_obs[N];
+
+	memcpy(given_rows, rows, sizeof(rows));
+	memcpy(given_obs, obs, sizeof(obs));
+	HwPrefetch *q = hw_prefetch_start_rows(wide, 0, given_rows, given_obs, N, B, 2, &err);
 
 	CHECK(q != NULL);
+	memset(given_rows, 0xff, sizeof(given_rows));
+	memset(given_obs, 0xff, sizeof(given_obs));
 	for (int off = 0; off < N; off += B)
 	{
 		int      nb = N - off < B ? N - off : B;

@@ -91,6 +91,9 @@ void hw_serving_eval_batch_on(HwServing *s, HwModel *model, HwBatch *b, HwServin
  * (false, the default: many sessions serve at once and a single row is
  * small) for the CPU backend. */
 void hw_serving_set_wide(HwServing *s, bool wide);
+/* The threads of a multi-batch request: headwater.serving_threads, 0 and
+ * values above the CPUs as every CPU. */
+int  hw_serving_wide_threads(void);
 
 /* headwater.inference_precision of this session (an HwPrecision), and its
  * change for the serving worker, which runs each request in its

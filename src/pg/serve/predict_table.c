@@ -62,7 +62,7 @@ typedef struct PredictRun
 	PredChunkFn fn;
 	void       *arg;
 	int64       total;        /* rows predicted so far */
-	HwBulkState bulk;         /* the request's device, kept across chunks */
+	HwBulkState *bulk;        /* the request's device, kept across chunks */
 } PredictRun;
 
 /* The query's columns: obs_time (timestamptz) if returned, the rest the key. */
@@ -160,8 +160,9 @@ query_row_obs_time(const PredictRun *p, HeapTuple tup, TupleDesc rtd, PredChunk 
 }
 
 /* Predicts the rows of one fetch (tt) and hands them to p->fn (in the
- * current memory context: the chunk's). */
-static void
+ * current memory context: the chunk's).  Not inlined into predict_query's
+ * PG_TRY, whose longjmp would then cover its locals. */
+pg_noinline static void
 predict_chunk(PredictRun *p, SPITupleTable *tt, int n)
 {
 	PredChunk   c;
@@ -191,7 +192,7 @@ predict_chunk(PredictRun *p, SPITupleTable *tt, int n)
 	hw_predict_anchor_rows_require(p->s, p->t, keys, c.row_id, found, c.n);
 	for (int i = 0; i < c.n; i++)
 		rows[i] = (uint32) found[i];
-	hw_predict_rows_bulk(p->s, p->t, rows, obs_us, c.n, c.d, &p->bulk);
+	hw_predict_rows_bulk(p->s, p->t, rows, obs_us, c.n, c.d, p->bulk);
 	p->fn(p->s, p->t, &c, p->arg);
 }
 
@@ -205,10 +206,12 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 {
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "headwater predict chunk",
 													ALLOCSET_DEFAULT_SIZES);
-	PredictRun  p = {.s = s, .t = t, .task_ref = task_ref, .fn = fn, .arg = arg,
-					 .bulk = {.cxt = CurrentMemoryContext}};
+	PredictRun  p = {.s = s, .t = t, .task_ref = task_ref, .fn = fn, .arg = arg};
+	HwBulkState *const bulk = palloc0(sizeof(HwBulkState));
 	Portal      portal;
 
+	bulk->cxt = CurrentMemoryContext;
+	p.bulk = bulk;
 	hw_predict_require_anchor_key(s, t);
 	/* one plain SELECT, else an error before any of it runs */
 	portal = hw_caller_select_open(query, fn_name, task_ref);
@@ -236,7 +239,7 @@ predict_query(HwServing *s, int t, const char *task_ref, const char *query, cons
 	PG_FINALLY();
 	{
 		/* the device memory goes now, not with the caller's context */
-		hw_predict_bulk_end(&p.bulk);
+		hw_predict_bulk_end(bulk);
 	}
 	PG_END_TRY();
 	SPI_cursor_close(portal);

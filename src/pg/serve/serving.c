@@ -771,11 +771,17 @@ hw_serving_guc_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
+int
+hw_serving_wide_threads(void)
+{
+	/* more threads than CPUs only oversubscribe them: clamped as rt_train's
+	 * threads option is */
+	return hw_train_clamp_threads(hw_serving_threads);
+}
+
 void
 hw_serving_set_wide(HwServing *s, bool wide)
 {
 	if (strcmp(s->be->ops->name, "cpu") == 0)
-		/* more threads than CPUs only oversubscribe them: clamped as
-		 * rt_train's threads option is */
-		hw_backend_cpu_set_threads(s->be, wide ? hw_train_clamp_threads(hw_serving_threads) : 1);
+		hw_backend_cpu_set_threads(s->be, wide ? hw_serving_wide_threads() : 1);
 }

@@ -13,8 +13,8 @@
  * cached entry's served parameters copied to the device once, batches of
  * headwater.serving_device_batch sequences (one forward each, bf16
  * tensor-core GEMMs: the CUDA backend's default), sampled on the host by a
- * clone of the entry's sampler on every CPU while the device runs the
- * previous batch (predict_output.c's row stream).  The device memory is
+ * clone of the entry's sampler on headwater.serving_threads threads while
+ * the device runs the previous batch (predict_output.c's row stream).  The device memory is
  * released when the request ends, on ERROR and on cancel: the scorer is
  * freed by the request's PG_FINALLY and, should that be skipped, by a reset
  * callback of the request's memory context.  Single-row calls stay on the
@@ -130,8 +130,9 @@ scorer_build(HwServing *s, HwDeviceScorer *d, HwError *err)
 	free(copy);
 	if (d->model == NULL)
 		return false;
-	/* the host side must keep up with the device: sampled on every CPU */
-	d->sampler = hw_sampler_clone_threads(s->sampler, 0, err);
+	/* the host side must keep up with the device: sampled on the threads a
+	 * multi-batch request may use (headwater.serving_threads) */
+	d->sampler = hw_sampler_clone_threads(s->sampler, hw_serving_wide_threads(), err);
 	return d->sampler != NULL;
 }
 
@@ -141,20 +142,23 @@ hw_serving_device_open(HwServing *s, const char *task_ref, MemoryContext cxt)
 	HwError        err = {0};
 	HwDeviceScorer *d;
 	MemoryContextCallback *cb;
+	const char    *why_not = NULL;
 	bool           had_gpu;
 
 	if (serving_device == SERVING_DEVICE_CPU)
 		return NULL;
+	/* the callback first: nothing made below can then be left behind */
 	d = MemoryContextAllocZero(cxt, sizeof(HwDeviceScorer));
 	d->batch = serving_device_batch;
-	d->be = hw_pg_cuda_backend_try(0, &err);
 	cb = MemoryContextAlloc(cxt, sizeof(MemoryContextCallback));
 	cb->func = close_cb;
 	cb->arg = d;
 	MemoryContextRegisterResetCallback(cxt, cb);
-	if (d->be != NULL && scorer_build(s, d, &err))
+	had_gpu = hw_pg_cuda_device_count(&why_not) > 0;
+	if (!had_gpu)
+		hw_error_set(&err, HW_ERR_INVALID, "%s", why_not ? why_not : "no CUDA device is visible to the server");
+	else if ((d->be = hw_pg_cuda_backend_try(0, &err)) != NULL && scorer_build(s, d, &err))
 		return d;
-	had_gpu = d->be != NULL;
 	hw_serving_device_close(d);
 	if (serving_device == SERVING_DEVICE_CUDA)
 		ereport(ERROR,

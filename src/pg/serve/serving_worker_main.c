@@ -124,6 +124,13 @@ run_task(Worker *w, int t, const int *ks, int n)
 		EmitErrorReport();
 		FlushErrorState();
 		ok = false;
+		/* a failed GPU forward may have left the device unusable: the
+		 * worker's later forwards run on the CPU */
+		if (w->device.dev != NULL)
+		{
+			ereport(LOG, (errmsg("headwater serving worker for %s continues on the CPU", w->q->task_ref)));
+			hw_predict_bulk_end(&w->device);
+		}
 	}
 	PG_END_TRY();
 	/* counted before the answers: a session that reads them sees its row */
@@ -221,6 +228,7 @@ worker_exit(int code, Datum arg)
 	if (w == NULL)
 		return;
 	exiting = NULL;
+	hw_predict_bulk_end(&w->device);        /* the GPU model, if any */
 	pg_atomic_write_u32(&w->q->phase, HW_SW_STOPPING);
 	pg_memory_barrier();
 	for (int i = 0; i < HW_SW_SLOTS; i++)

@@ -3,8 +3,10 @@
  *
  * The CPU backend is linked in.  The CUDA backend lives in a separate
  * library, headwater_cuda.so, built only where nvcc exists; it is dlopen'ed
- * here, in the worker, on demand -- never in _PG_init or the postmaster, so
- * a server without a GPU (or without the CUDA libraries) never loads it.
+ * here on demand, by a training worker or by a backend whose bulk
+ * prediction may go to a GPU (headwater.serving_device) -- never in
+ * _PG_init or the postmaster, so a server without the CUDA libraries never
+ * loads it.
  *   device 'cpu'   the CPU backend
  *   device 'cuda'  the CUDA backend; an error with a hint if it was not built
  *                  or no GPU is visible
@@ -16,6 +18,7 @@
 #include <dlfcn.h>
 
 #include "miscadmin.h"
+#include "utils/memutils.h"
 
 #include "core/backend.h"
 #include "pg/base/hw_pg.h"
@@ -41,7 +44,13 @@ cuda_library(void)
 	snprintf(path, sizeof(path), "%s/headwater_cuda.so", pkglib_path);
 	cuda_lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (cuda_lib == NULL)
-		cuda_unavailable_reason = psprintf("the CUDA backend is not installed (%s)", dlerror());
+	{
+		char *reason = psprintf("the CUDA backend is not installed (%s)", dlerror());
+
+		/* kept for the process's later calls (a bulk prediction's context goes) */
+		cuda_unavailable_reason = MemoryContextStrdup(TopMemoryContext, reason);
+		pfree(reason);
+	}
 	return cuda_lib;
 }
 
