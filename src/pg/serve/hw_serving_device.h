@@ -13,7 +13,6 @@ typedef struct HwDeviceScorer
 	HwModel   *model;
 	HwSampler *sampler;
 	int        batch;
-	bool       closed;
 } HwDeviceScorer;
 
 /* Defines headwater.serving_device and headwater.serving_device_batch. */

@@ -69,9 +69,8 @@ hw_serving_device_guc_init(void)
 void
 hw_serving_device_close(HwDeviceScorer *d)
 {
-	if (d == NULL || d->closed)
+	if (d == NULL)
 		return;
-	d->closed = true;
 	if (d->model)
 		hw_model_free(d->model);
 	if (d->be)
