@@ -1,6 +1,8 @@
 /*
  * attention_internal.h: the attention plan's layout, shared by the plan
- * builder (attention_plan.c) and the CPU kernels (attention_kernels.c).
+ * builder (attention_plan.c) and the CPU kernels (attention_kernels.c, which
+ * drives the per-(b, h) kernels of attention_tiles.h, built once per
+ * instruction set by attention_kernels_{avx512,avx2,generic}.c).
  */
 #ifndef HW_ATTENTION_INTERNAL_H
 #define HW_ATTENTION_INTERNAL_H
@@ -25,5 +27,65 @@ struct HwAttnPlan
 	int64_t     npairs;
 	int64_t     allowed;
 };
+
+/*
+ * Per-thread buffers of one (b, h), all 64-byte aligned, dhp = dh rounded up
+ * to 16 (extra dims are zero: they change no dot product and are dropped
+ * on scatter).  Row layouts [Sp][dhp]; transposed tiles [nt][dhp][T].
+ */
+typedef struct AttnWork
+{
+	int    Sp, dhp;
+	float *q, *k, *kt, *v, *vt, *o, *dout, *dq, *dk, *dv;
+	float *rowv, *lse;	/* [Sp] */
+	float *P, *dS;		/* [T][T] one tile pair */
+} AttnWork;
+
+/*
+ * The kernels of one (b, h).  Forward: q, k, v, out [S,H,dh] of element b,
+ * lse [S] of (b, h); only >= 0: the query at that position alone
+ * (inference: q and out are its rows [H*dh], lse is not written).
+ * Backward: dq, dk, dv overwritten; dout, out [S,H,dh], lse [S].
+ */
+typedef void (*AttnFwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							  float *out, float *lse, const float *q, const float *k, const float *v,
+							  int only);
+typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							  float *dq, float *dk, float *dv, const float *dout, const float *out,
+							  const float *lse, const float *q, const float *k, const float *v);
+
+/* one build each: 16-lane AVX-512 (x86-64-v4), 8-lane AVX2 + FMA
+ * (x86-64-v3), 4-lane baseline (any target GCC vectors) */
+void attn_fwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						  float *out, float *lse, const float *q, const float *k, const float *v, int only);
+void attn_bwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						  float *dq, float *dk, float *dv, const float *dout, const float *out,
+						  const float *lse, const float *q, const float *k, const float *v);
+void attn_fwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						float *out, float *lse, const float *q, const float *k, const float *v, int only);
+void attn_bwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						float *dq, float *dk, float *dv, const float *dout, const float *out,
+						const float *lse, const float *q, const float *k, const float *v);
+void attn_fwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						   float *out, float *lse, const float *q, const float *k, const float *v, int only);
+void attn_bwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+						   float *dq, float *dk, float *dv, const float *dout, const float *out,
+						   const float *lse, const float *q, const float *k, const float *v);
+
+/* Which build runs: AUTO (the default) is the widest this CPU has.  Tests
+ * and benchmarks force one to compare builds; attn_kernels_force returns
+ * false and changes nothing when the CPU lacks it.  Not thread-safe: set it
+ * while no attention call runs. */
+typedef enum HwAttnBuild
+{
+	HW_ATTN_BUILD_AUTO = 0,
+	HW_ATTN_BUILD_GENERIC,
+	HW_ATTN_BUILD_AVX2,
+	HW_ATTN_BUILD_AVX512
+} HwAttnBuild;
+
+bool        attn_kernels_force(HwAttnBuild build);
+HwAttnBuild attn_kernels_in_use(void);	/* never AUTO */
+const char *attn_kernels_name(HwAttnBuild build);
 
 #endif /* HW_ATTENTION_INTERNAL_H */

@@ -26,7 +26,8 @@ CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused
 inc=(-I"$root/src" -I"$root/test/fixtures")
 
 objs=()
-for c in src/core/attention_plan src/core/attention_kernels src/core/attention_reference src/core/batch \
+for c in src/core/attention_plan src/core/attention_kernels src/core/attention_kernels_avx512 \
+         src/core/attention_kernels_avx2 src/core/attention_kernels_generic src/core/attention_reference src/core/batch \
          src/core/hw_common test/fixtures/synth_batch src/core/tensor; do
 	o="$out/$(basename "$c").o"
 	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/$c.c" -o "$o"

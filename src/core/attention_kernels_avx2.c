@@ -1,0 +1,16 @@
+/*
+ * attention_kernels_avx2.c: the attention kernels (attention_tiles.h)
+ * built for x86-64-v3 (AVX2 and FMA), two 8-lane registers per key tile.
+ * The driver (attention_kernels.c) calls them only where the CPU has them.
+ */
+#if defined(__x86_64__)
+#include <math.h>
+#include <string.h>
+
+#pragma GCC target("arch=x86-64-v3")
+#define HW_ATTN_VW 8
+#define HW_ATTN_NAME(x) x##_avx2
+#include "core/attention_tiles.h"
+#else
+typedef int attention_kernels_avx2_unused;	/* ISO C: no empty file */
+#endif

@@ -1,0 +1,450 @@
+/*
+ * attention_tiles.h: the per-(b, h) kernels of block-sparse attention,
+ * forward and backward (contract in attention.h, buffers and signatures in
+ * attention_internal.h), written once for a native vector of HW_ATTN_VW
+ * fp32 lanes and compiled once per instruction set: the including file
+ * defines HW_ATTN_VW (16, 8 or 4) and HW_ATTN_NAME(x) (the exported names'
+ * suffix) and sets the target before including it.
+ *
+ * Why one build per vector width rather than one 16-lane vector type
+ * compiled for every target: GCC lowers a vector wider than the target's
+ * registers through the stack (on AVX2 each 16-lane FMA of the score loop
+ * became some twenty moves through memory and general registers), which
+ * made the AVX2 kernels several times slower than their arithmetic.  Here
+ * every vector is a register of the build's width and a 16-key tile is
+ * T / HW_ATTN_VW of them; per-tile values pass through small aligned
+ * arrays in L1.
+ *
+ * Every lane runs the same operations in the same order whatever the
+ * width (the horizontal max and sum are scalar trees in a fixed order), so
+ * the AVX-512 and AVX2 builds, both with FMA, compute the same bits; the
+ * baseline build has no FMA and rounds its products separately.
+ *
+ * The task gathers q, k, v of its head in permuted order into contiguous
+ * per-thread buffers (k transposed per tile so the score loop vectorises
+ * over keys), runs all visited tiles with online softmax (fp32), and
+ * scatters back.  Backward recomputes probabilities from the saved lse;
+ * because a whole (b, h) is handled by one thread in a fixed tile order,
+ * dq/dk/dv are deterministic whatever the thread count.
+ */
+#include "core/attention_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* keeps the row gathers and scatters as inline loops: GCC would turn each
+ * dh-float copy into a libc memmove call (a tenth of the forward's time) */
+#pragma GCC optimize("no-tree-loop-distribute-patterns")
+
+#define VW HW_ATTN_VW
+#if T % VW != 0
+#error "the tile edge must be a multiple of the vector width"
+#endif
+
+typedef float   vf __attribute__((vector_size(VW * 4)));
+typedef int32_t vi __attribute__((vector_size(VW * 4)));
+
+#define VLOAD(p)     (*(const vf *) (p))
+#define VSTORE(p, x) (*(vf *) (p) = (x))
+#define VSPLAT(x)    ((vf) {} + (float) (x))
+/* m ? a : b, lane-wise */
+#define VSEL(m, a, b) ((vf) (((vi) (a) & (m)) | ((vi) (b) & ~(m))))
+
+/* lane jj of a tile is selected by bit jj of a 16-bit mask word */
+static const int32_t lane_bit[T] __attribute__((aligned(64))) = {
+	1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+/* lanes c .. c + VW - 1 of a tile whose bit is set in the mask word m */
+#define VMASK_BITS(m, c) ((((vi) {} + (int32_t) (m)) & *(const vi *) (lane_bit + (c))) != 0)
+
+/*
+ * exp(x) for x <= ~0 (and -inf), branch-free: exp(x) = 2^n * e^r with
+ * |r| <= ln2/2 and a degree-6 Taylor polynomial (relative error ~1.2e-7);
+ * exactly 0 below -87, exactly 1 at 0.
+ */
+static inline __attribute__((always_inline)) void
+vexp(vf *px)
+{
+	vf x = *px;
+	vi under = x < -87.0f;
+	vf xc = VSEL(under, VSPLAT(-87.0f), x);
+	/* round to nearest by the 1.5*2^23 trick (no SSE4.1 round needed) */
+	vf n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	vf r = xc - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+	vf p = VSPLAT(1.0f / 720.0f);
+	vi e;
+
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	e = (__builtin_convertvector(n, vi) + 127) << 23;
+	*px = VSEL(under, VSPLAT(0.0f), p * (vf) e);
+}
+
+static inline __attribute__((always_inline)) float
+attn_expf(float x)
+{
+	vf v = VSPLAT(x);
+
+	vexp(&v);
+	return v[0];
+}
+
+/* max of a tile's 16 values, as a tree (a chain of 15 dependent maxss is ~60 cycles) */
+static inline __attribute__((always_inline)) float
+tile_max(const float *x)
+{
+	float t[8];
+
+	for (int i = 0; i < 8; i++)
+		t[i] = x[i] > x[i + 8] ? x[i] : x[i + 8];
+	for (int i = 0; i < 4; i++)
+		t[i] = t[i] > t[i + 4] ? t[i] : t[i + 4];
+	t[0] = t[0] > t[2] ? t[0] : t[2];
+	t[1] = t[1] > t[3] ? t[1] : t[3];
+	return t[0] > t[1] ? t[0] : t[1];
+}
+
+/* sum of a tile's 16 values in a fixed pairwise order */
+static inline __attribute__((always_inline)) float
+tile_sum(const float *x)
+{
+	float t[8];
+
+	for (int i = 0; i < 8; i++)
+		t[i] = x[i] + x[i + 8];
+	for (int i = 0; i < 4; i++)
+		t[i] += t[i + 4];
+	return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+/*
+ * Gather/scatter between head h of x [S,H,dh] (one batch element) and the
+ * permuted per-head buffers.  They walk the ORIGINAL order (iperm: original
+ * index -> permuted position) so x is read/written at a constant stride the
+ * prefetcher follows, and the random side is the L2-resident buffer.  Inline
+ * loops, not memcpy: rows are only dh floats, and the copies get the vector
+ * width of the build.  Pads of the buffers (dims >= dh) stay 0.
+ */
+/* forward gathers in one pass over the original order: Q (q NULL: none), V
+ * rows and K^T tiles */
+static inline __attribute__((always_inline)) void
+gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
+		   const float *restrict q, const float *restrict k, const float *restrict v,
+		   const int32_t *iperm, int S, int H, int h, int dh, int dhp)
+{
+	for (int i = 0; i < S; i++)
+	{
+		int64_t off = ((int64_t) i * H + h) * dh;
+		int     p = iperm[i];
+		float  *qd = Q + (int64_t) p * dhp, *vd = V + (int64_t) p * dhp;
+		float  *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
+
+		for (int d = 0; q && d < dh; d++)
+			qd[d] = q[off + d];
+		for (int d = 0; d < dh; d++)
+			vd[d] = v[off + d];
+		for (int d = 0; d < dh; d++)
+			kd[d * T] = k[off + d];
+	}
+}
+
+/* backward gathers in one pass: Q, K, dO rows, K^T and V^T tiles, and per
+ * query D = dout . out and lse, in permuted order */
+static inline __attribute__((always_inline)) void
+gather_bwd(float *restrict Q, float *restrict K, float *restrict KT, float *restrict VT,
+		   float *restrict dO, float *restrict Dl, float *restrict L,
+		   const float *restrict q, const float *restrict k, const float *restrict v,
+		   const float *restrict dout, const float *restrict out, const float *restrict lse,
+		   const int32_t *iperm, int S, int H, int h, int dh, int dhp)
+{
+	for (int i = 0; i < S; i++)
+	{
+		int64_t off = ((int64_t) i * H + h) * dh;
+		int     p = iperm[i];
+		float  *qd = Q + (int64_t) p * dhp, *kd = K + (int64_t) p * dhp;
+		float  *gd = dO + (int64_t) p * dhp;
+		float  *ktd = KT + (int64_t) (p / T) * dhp * T + (p % T);
+		float  *vtd = VT + (int64_t) (p / T) * dhp * T + (p % T);
+		float   acc = 0.0f;
+
+		for (int d = 0; d < dh; d++)
+		{
+			qd[d] = q[off + d];
+			kd[d] = k[off + d];
+			gd[d] = dout[off + d];
+		}
+		for (int d = 0; d < dh; d++)
+		{
+			ktd[d * T] = k[off + d];
+			vtd[d * T] = v[off + d];
+		}
+		for (int d = 0; d < dh; d++)
+			acc += out[off + d] * dout[off + d];
+		Dl[p] = acc;
+		L[p] = lse[i];
+	}
+}
+
+static inline __attribute__((always_inline)) void
+scatter_rows(float *restrict x, const float *restrict xp, const int32_t *iperm,
+			 int S, int H, int h, int dh, int dhp)
+{
+	for (int i = 0; i < S; i++)
+	{
+		float       *dst = x + ((int64_t) i * H + h) * dh;
+		const float *src = xp + (int64_t) iperm[i] * dhp;
+
+		for (int d = 0; d < dh; d++)
+			dst[d] = src[d];
+	}
+}
+
+/* lanes c .. c + VW - 1 of s[jj] = a . m_jj over one tile (mt [dhp][T],
+ * a [dhp]): the score row of a query against K^T, or dout against V^T */
+static inline __attribute__((always_inline)) vf
+tile_dot(const float *restrict a, const float *restrict mt, int c, int dhp)
+{
+	vf s0 = {}, s1 = {}, s2 = {}, s3 = {};
+
+	/* four accumulators: the FMA latency (4 cycles) is not a chain of dhp */
+	for (int d = 0; d < dhp; d += 4)
+	{
+		s0 += a[d] * VLOAD(mt + d * T + c);
+		s1 += a[d + 1] * VLOAD(mt + (d + 1) * T + c);
+		s2 += a[d + 2] * VLOAD(mt + (d + 2) * T + c);
+		s3 += a[d + 3] * VLOAD(mt + (d + 3) * T + c);
+	}
+	return (s0 + s1) + (s2 + s3);
+}
+
+/* acc [dhp] = acc * scale + sum_jj w[jj] * rows_jj (scaled: a query's
+ * output update by P v) or acc + sum_jj w[jj] * rows_jj (not scaled: its dq
+ * by dS k), rows [T][dhp]; scaled is a constant at every call, so each
+ * inlined copy keeps only its own first line */
+static inline __attribute__((always_inline)) void
+rows_axpy(float *restrict acc, bool scaled, float scale, const float *restrict w, const float *restrict rows,
+		  int dhp)
+{
+	for (int c = 0; c < dhp; c += VW)
+	{
+		const float *rc = rows + c;
+		vf           a0 = scaled ? VLOAD(acc + c) * scale : VLOAD(acc + c), a1 = {}, a2 = {}, a3 = {};
+
+		for (int jj = 0; jj < T; jj += 4)
+		{
+			a0 += w[jj] * VLOAD(rc + (int64_t) jj * dhp);
+			a1 += w[jj + 1] * VLOAD(rc + (int64_t) (jj + 1) * dhp);
+			a2 += w[jj + 2] * VLOAD(rc + (int64_t) (jj + 2) * dhp);
+			a3 += w[jj + 3] * VLOAD(rc + (int64_t) (jj + 3) * dhp);
+		}
+		VSTORE(acc + c, (a0 + a1) + (a2 + a3));
+	}
+}
+
+/* One query row against one key tile (online softmax): its output oi
+ * [dhp], running max *mrow and sum *lrow, from its q [dhp], the tile's K^T
+ * [dhp][T] and V [T][dhp] and its mask word. */
+static inline __attribute__((always_inline)) void
+fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *Kt, const float *Vr, uint16_t mk,
+			 int dhp)
+{
+	float s[T] __attribute__((aligned(64)));
+	float mx, mnew, scale;
+
+	for (int c = 0; c < T; c += VW)
+		VSTORE(s + c, VSEL(VMASK_BITS(mk, c), tile_dot(qi, Kt, c, dhp), VSPLAT(-INFINITY)));
+	mx = tile_max(s);
+	mnew = mx > *mrow ? mx : *mrow;
+	/* the running max rarely moves after the first tiles */
+	scale = mnew == *mrow ? 1.0f : attn_expf(*mrow - mnew);
+	for (int c = 0; c < T; c += VW)
+	{
+		vf pv = VLOAD(s + c) - mnew;
+
+		vexp(&pv);
+		VSTORE(s + c, pv);
+	}
+	*lrow = *lrow * scale + tile_sum(s);
+	*mrow = mnew;
+	rows_axpy(oi, true, scale, s, Vr, dhp);
+}
+
+/* Forward of one (b, h) (attention_internal.h).  With only >= 0 the same
+ * loops skip the other queries, so the row runs the very instructions of
+ * the full forward. */
+void
+HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							float *out, float *lse, const float *q, const float *k, const float *v, int only)
+{
+	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
+	const int32_t *iperm = plan->iperm + (int64_t) b * S;
+	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
+	float          mrow[T], lrow[T];
+	int            pone = only >= 0 ? iperm[only] : -1;     /* its permuted position */
+
+	gather_fwd(Q, KT, V, only >= 0 ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
+	for (int d = 0; only >= 0 && d < dh; d++)
+		Q[(int64_t) pone * dhp + d] = q[h * dh + d];
+
+	for (int qt = only >= 0 ? pone / T : 0; qt < (only >= 0 ? pone / T + 1 : nt); qt++)
+	{
+		int     nq = S - qt * T < T ? S - qt * T : T;
+		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
+		float  *Ot = O + (int64_t) qt * T * dhp;
+
+		for (int ii = 0; ii < T; ii++)
+		{
+			mrow[ii] = -INFINITY;
+			lrow[ii] = 0.0f;
+		}
+		memset(Ot, 0, sizeof(float) * T * dhp);
+		for (int64_t pr = p0; pr < p1; pr++)
+		{
+			int             kt = plan->ktile[pr];
+			const uint16_t *mk = plan->mask + pr * T;
+			const float    *Kt = KT + (int64_t) kt * dhp * T;
+			const float    *Vr = V + (int64_t) kt * T * dhp;
+
+			for (int ii = 0; ii < nq; ii++)
+				if (mk[ii] != 0 && (only < 0 || qt * T + ii == pone))
+					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
+								 Kt, Vr, mk[ii], dhp);
+		}
+		for (int ii = 0; ii < nq; ii++)
+		{
+			float *oi = Ot + (int64_t) ii * dhp;
+			float  inv = 1.0f / lrow[ii];
+
+			if (only >= 0 && qt * T + ii != pone)
+				continue;
+			for (int c = 0; c < dhp; c += VW)
+				VSTORE(oi + c, VLOAD(oi + c) * inv);
+			w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
+		}
+	}
+	if (only >= 0)
+	{
+		for (int d = 0; d < dh; d++)
+			out[h * dh + d] = O[(int64_t) pone * dhp + d];
+		return;
+	}
+	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
+	for (int i = 0; i < S; i++)
+		lse[i] = w->lse[iperm[i]];
+}
+
+/* P and dS of one query against one key tile (its rows of each, [T],
+ * written to Prow and dSrow), and its dq row updated by dS k */
+static inline __attribute__((always_inline)) void
+bwd_row_tile(float *Prow, float *dSrow, float *dqi, const float *qi, const float *gi, float Lp, float Dp,
+			 const float *Kt, const float *Vt, const float *Kr, uint16_t mk, int dhp)
+{
+	for (int c = 0; c < T; c += VW)
+	{
+		vf pv = tile_dot(qi, Kt, c, dhp) - Lp;
+		vf dp;
+
+		vexp(&pv);
+		pv = VSEL(VMASK_BITS(mk, c), pv, VSPLAT(0.0f));
+		/* dP_ij = dout_i . v_j */
+		dp = tile_dot(gi, Vt, c, dhp);
+		VSTORE(Prow + c, pv);
+		VSTORE(dSrow + c, pv * (dp - Dp));
+	}
+	/* dq_i += sum_j dS_ij k_j */
+	rows_axpy(dqi, false, 1.0f, dSrow, Kr, dhp);
+}
+
+/* dk_j += sum_i dS_ij q_i;  dv_j += sum_i P_ij dout_i over the nr active
+ * query rows of a tile pair, for the keys jj whose bit is set in cols */
+static inline __attribute__((always_inline)) void
+bwd_key_tile(float *dKr, float *dVr, const float *P, const float *dS, const int *rows, int nr, uint32_t cols,
+			 const float *Q, const float *dO, int dhp)
+{
+	for (int jj = 0; jj < T; jj++)
+	{
+		float *dkj = dKr + (int64_t) jj * dhp;
+		float *dvj = dVr + (int64_t) jj * dhp;
+
+		if (!((cols >> jj) & 1u))
+			continue;
+		for (int c = 0; c < dhp; c += VW)
+		{
+			vf  ak = VLOAD(dkj + c), av = VLOAD(dvj + c), ak1 = {}, av1 = {};
+			int r = 0;
+
+			for (; r + 1 < nr; r += 2)
+			{
+				ak += dS[r * T + jj] * VLOAD(Q + (int64_t) rows[r] * dhp + c);
+				av += P[r * T + jj] * VLOAD(dO + (int64_t) rows[r] * dhp + c);
+				ak1 += dS[(r + 1) * T + jj] * VLOAD(Q + (int64_t) rows[r + 1] * dhp + c);
+				av1 += P[(r + 1) * T + jj] * VLOAD(dO + (int64_t) rows[r + 1] * dhp + c);
+			}
+			if (r < nr)
+			{
+				ak += dS[r * T + jj] * VLOAD(Q + (int64_t) rows[r] * dhp + c);
+				av += P[r * T + jj] * VLOAD(dO + (int64_t) rows[r] * dhp + c);
+			}
+			VSTORE(dkj + c, ak + ak1);
+			VSTORE(dvj + c, av + av1);
+		}
+	}
+}
+
+/* Backward of one (b, h) (attention_internal.h). */
+void
+HW_ATTN_NAME(attn_bwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							float *dq, float *dk, float *dv, const float *dout, const float *out,
+							const float *lse, const float *q, const float *k, const float *v)
+{
+	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
+	const int32_t *iperm = plan->iperm + (int64_t) b * S;
+	float         *Q = w->q, *K = w->k, *KT = w->kt, *VT = w->vt, *dO = w->dout;
+	float         *dQ = w->dq, *dK = w->dk, *dV = w->dv, *Dl = w->rowv, *L = w->lse;
+	float         *P = w->P, *dS = w->dS;
+	size_t         nb = sizeof(float) * (size_t) w->Sp * dhp;
+
+	gather_bwd(Q, K, KT, VT, dO, Dl, L, q, k, v, dout, out, lse, iperm, S, H, h, dh, dhp);
+	memset(dQ, 0, nb);
+	memset(dK, 0, nb);
+	memset(dV, 0, nb);
+
+	for (int qt = 0; qt < nt; qt++)
+	{
+		int     nq = S - qt * T < T ? S - qt * T : T;
+		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
+
+		for (int64_t pr = p0; pr < p1; pr++)
+		{
+			int             kt = plan->ktile[pr];
+			const uint16_t *mk = plan->mask + pr * T;
+			const float    *Kt = KT + (int64_t) kt * dhp * T;
+			const float    *Vt = VT + (int64_t) kt * dhp * T;
+			const float    *Kr = K + (int64_t) kt * T * dhp;
+			int             rows[T], nr = 0;
+			uint32_t        cols = 0;
+
+			/* P and dS of the tile pair, one row per active query */
+			for (int ii = 0; ii < nq; ii++)
+			{
+				int p = qt * T + ii;
+
+				if (mk[ii] == 0)
+					continue;
+				cols |= mk[ii];
+				bwd_row_tile(P + nr * T, dS + nr * T, dQ + (int64_t) p * dhp, Q + (int64_t) p * dhp,
+							 dO + (int64_t) p * dhp, L[p], Dl[p], Kt, Vt, Kr, mk[ii], dhp);
+				rows[nr++] = p;
+			}
+			bwd_key_tile(dK + (int64_t) kt * T * dhp, dV + (int64_t) kt * T * dhp, P, dS, rows, nr, cols, Q, dO,
+						 dhp);
+		}
+	}
+	scatter_rows(dq, dQ, iperm, S, H, h, dh, dhp);
+	scatter_rows(dk, dK, iperm, S, H, h, dh, dhp);
+	scatter_rows(dv, dV, iperm, S, H, h, dh, dhp);
+}
