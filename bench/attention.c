@@ -1,12 +1,13 @@
 /*
  * bench/attention.c: block-sparse attention forward+backward per mask kind.
  *
- *   bench/bin/attention [small] [base] [reps=N] [cputime]
+ *   bench/bin/attention [small] [base] [reps=N] [cputime] [build=generic|avx2|avx512]
  *
  * presets: small base (default both); reps: best of N (default 5 small, 3
  * base); cputime: time with the process CPU clock instead of the wall clock
  * (use with OMP_NUM_THREADS=1 on a machine shared with other work: it does
- * not count time the process waits for a core).
+ * not count time the process waits for a core); build: run that build of
+ * the kernels (default: the widest this CPU has; attention_kernels_*.c).
  *
  * Inputs: a synthetic sampler-like batch (rows of 1-8 cells over 6 tables,
  * each row points to up to 2 earlier rows, 10% padding) with sampler-like
@@ -22,6 +23,7 @@
  * the arithmetic can be checked that way).
  */
 #include "core/attention.h"
+#include "core/attention_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,9 +142,9 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 		v[i] = (float) ((int) (rnext() % 2001) - 1000) * 1e-3f;
 		g[i] = (float) ((int) (rnext() % 2001) - 1000) * 1e-3f;
 	}
-	printf("\npreset %s: B=%d S=%d H=%d dh=%d R=%d, tile %d, %d threads, best of %d, %s clock\n",
+	printf("\npreset %s: B=%d S=%d H=%d dh=%d R=%d, tile %d, %d threads, best of %d, %s clock, %s kernels\n",
 		   name, B, S, H, dh, R, HW_ATTN_TILE, omp_get_max_threads(), reps,
-		   use_cputime ? "process CPU" : "wall");
+		   use_cputime ? "process CPU" : "wall", attn_kernels_name(attn_kernels_in_use()));
 	printf("%-9s %8s %12s %6s %8s %8s %8s %8s %8s %8s\n", "mask", "plan_ms", "allowed",
 		   "dens%", "tiles", "tiles%", "fwd_ms", "bwd_ms", "fwdGF/s", "bwdGF/s");
 	for (int kind = 0; kind < 4; kind++)
@@ -222,9 +224,23 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "base") == 0) base = true;
 		else if (strncmp(argv[i], "reps=", 5) == 0) reps = atoi(argv[i] + 5);
 		else if (strcmp(argv[i], "cputime") == 0) use_cputime = 1;
+		else if (strncmp(argv[i], "build=", 6) == 0)
+		{
+			HwAttnBuild b = HW_ATTN_BUILD_AUTO;
+
+			for (HwAttnBuild x = HW_ATTN_BUILD_GENERIC; x <= HW_ATTN_BUILD_AVX512; x++)
+				if (strcmp(argv[i] + 6, attn_kernels_name(x)) == 0)
+					b = x;
+			if (b == HW_ATTN_BUILD_AUTO || !attn_kernels_force(b))
+			{
+				fprintf(stderr, "%s: build '%s' is not one this CPU runs (generic, avx2, avx512)\n", argv[0],
+						argv[i] + 6);
+				return 2;
+			}
+		}
 		else
 		{
-			fprintf(stderr, "usage: %s [small] [base] [reps=N] [cputime]\n", argv[0]);
+			fprintf(stderr, "usage: %s [small] [base] [reps=N] [cputime] [build=generic|avx2|avx512]\n", argv[0]);
 			return 2;
 		}
 	}

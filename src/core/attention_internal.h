@@ -9,10 +9,11 @@
 
 #include "core/attention.h"
 
-/* tile edge in positions: one 16-bit mask word per query row, one vector of keys */
+/* tile edge in positions: one 16-bit mask word per query row, 16 keys (one
+ * AVX-512 register, two AVX2 ones) */
 #define T HW_ATTN_TILE
 #if HW_ATTN_TILE != 16
-#error "the kernels assume 16-position tiles (one 16-lane vector, 16-bit masks)"
+#error "the kernels assume 16-position tiles (16-bit masks)"
 #endif
 
 struct HwAttnPlan
@@ -55,7 +56,13 @@ typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int d
 							  const float *lse, const float *q, const float *k, const float *v);
 
 /* one build each: 16-lane AVX-512 (x86-64-v4), 8-lane AVX2 + FMA
- * (x86-64-v3), 4-lane baseline (any target GCC vectors) */
+ * (x86-64-v3), 4-lane baseline (any target of GCC's vectors); the x86 ones
+ * only with GCC on x86-64 (HW_ATTN_X86_BUILDS) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HW_ATTN_X86_BUILDS 1
+#else
+#define HW_ATTN_X86_BUILDS 0
+#endif
 void attn_fwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						  float *out, float *lse, const float *q, const float *k, const float *v, int only);
 void attn_bwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
@@ -73,9 +80,10 @@ void attn_bwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, 
 						   const float *lse, const float *q, const float *k, const float *v);
 
 /* Which build runs: AUTO (the default) is the widest this CPU has.  Tests
- * and benchmarks force one to compare builds; attn_kernels_force returns
- * false and changes nothing when the CPU lacks it.  Not thread-safe: set it
- * while no attention call runs. */
+ * and bench/bin/attention force one to compare builds; attn_kernels_force
+ * returns false and changes nothing when the CPU lacks it.  A call takes the
+ * setting once, before its threads start, so changing it while another
+ * thread runs attention affects only later calls. */
 typedef enum HwAttnBuild
 {
 	HW_ATTN_BUILD_AUTO = 0,

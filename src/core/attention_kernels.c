@@ -61,7 +61,7 @@ cpu_has(HwAttnBuild build)
 	{
 		case HW_ATTN_BUILD_GENERIC:
 			return true;
-#if defined(__x86_64__)
+#if HW_ATTN_X86_BUILDS
 		case HW_ATTN_BUILD_AVX2:
 			return __builtin_cpu_supports("x86-64-v3");
 		case HW_ATTN_BUILD_AVX512:
@@ -77,17 +77,19 @@ attn_kernels_force(HwAttnBuild build)
 {
 	if (build != HW_ATTN_BUILD_AUTO && !cpu_has(build))
 		return false;
-	forced_build = build;
+	__atomic_store_n(&forced_build, build, __ATOMIC_RELAXED);
 	return true;
 }
 
-/* the forced build, else the widest this CPU has: checked at every call (a
- * few loads), so there is no state to initialise or race on */
+/* the forced build, else the widest this CPU has: the CPU is checked at
+ * every call (a few loads), so there is nothing to initialise */
 HwAttnBuild
 attn_kernels_in_use(void)
 {
-	if (forced_build != HW_ATTN_BUILD_AUTO)
-		return forced_build;
+	HwAttnBuild forced = __atomic_load_n(&forced_build, __ATOMIC_RELAXED);
+
+	if (forced != HW_ATTN_BUILD_AUTO)
+		return forced;
 	if (cpu_has(HW_ATTN_BUILD_AVX512))
 		return HW_ATTN_BUILD_AVX512;
 	if (cpu_has(HW_ATTN_BUILD_AVX2))
@@ -108,7 +110,7 @@ fwd_head_for_cpu(void)
 {
 	switch (attn_kernels_in_use())
 	{
-#if defined(__x86_64__)
+#if HW_ATTN_X86_BUILDS
 		case HW_ATTN_BUILD_AVX512:
 			return attn_fwd_head_avx512;
 		case HW_ATTN_BUILD_AVX2:
@@ -124,7 +126,7 @@ bwd_head_for_cpu(void)
 {
 	switch (attn_kernels_in_use())
 	{
-#if defined(__x86_64__)
+#if HW_ATTN_X86_BUILDS
 		case HW_ATTN_BUILD_AVX512:
 			return attn_bwd_head_avx512;
 		case HW_ATTN_BUILD_AVX2:

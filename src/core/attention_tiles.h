@@ -18,7 +18,8 @@
  * Every lane runs the same operations in the same order whatever the
  * width (the horizontal max and sum are scalar trees in a fixed order), so
  * the AVX-512 and AVX2 builds, both with FMA, compute the same bits; the
- * baseline build has no FMA and rounds its products separately.
+ * baseline build on x86-64 has no FMA and rounds its products separately
+ * (on AArch64 GCC fuses them there too).
  *
  * The task gathers q, k, v of its head in permuted order into contiguous
  * per-thread buffers (k transposed per tile so the score loop vectorises

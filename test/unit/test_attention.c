@@ -731,8 +731,7 @@ run_build(HwAttnBuild build, const TBatch *t, HwMaskKind kind, int H, int dh, co
 	int32_t       *cell = malloc(sizeof(int32_t) * t->B);
 	float         *qr = malloc(sizeof(float) * t->B * D);
 
-	CHECK(attn_kernels_force(build));
-	CHECK_EQ_INT(attn_kernels_in_use(), build);
+	attn_kernels_force(build);	/* the caller has checked that the CPU runs it */
 	for (int b = 0; b < t->B; b++)
 	{
 		cell[b] = b * t->S + (5 + 29 * b) % t->S;
@@ -762,7 +761,6 @@ UNIT_TEST(attn_every_build_matches_dense)
 	fill_rand(in + 2 * n, 2 * n, &rng, 1.0f);	/* v, dout */
 	for (int x = 0; x < 3; x++)
 		got[x] = malloc(sizeof(float) * (4 * n + nl + nr));
-	CHECK_EQ_INT(attn_kernels_in_use() == HW_ATTN_BUILD_AUTO, 0);
 	for (int kind = 0; kind < 4 && !unit_current_failed; kind++)
 	{
 		HwAttnMaskInfo info0 = tinfo(&t, kind, 0);
@@ -778,6 +776,7 @@ UNIT_TEST(attn_every_build_matches_dense)
 
 			if (!attn_kernels_force(build))
 				continue;	/* this CPU lacks it */
+			CHECK_EQ_INT(attn_kernels_in_use(), build);
 			attn_kernels_force(HW_ATTN_BUILD_AUTO);
 			ran++;
 			run_build(build, &t, kind, H, dh, in, in + n, in + 2 * n, in + 3 * n, r, r + 4 * n, r + n, r + 2 * n,
