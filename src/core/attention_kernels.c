@@ -105,36 +105,32 @@ attn_kernels_name(HwAttnBuild build)
 	return build >= HW_ATTN_BUILD_AUTO && build <= HW_ATTN_BUILD_AVX512 ? names[build] : "?";
 }
 
-static AttnFwdHeadFn
-fwd_head_for_cpu(void)
+/* the forward and backward of one build */
+typedef struct AttnKernels
 {
-	switch (attn_kernels_in_use())
-	{
-#if HW_ATTN_X86_BUILDS
-		case HW_ATTN_BUILD_AVX512:
-			return attn_fwd_head_avx512;
-		case HW_ATTN_BUILD_AVX2:
-			return attn_fwd_head_avx2;
-#endif
-		default:
-			return attn_fwd_head_generic;
-	}
-}
+	AttnFwdHeadFn fwd;
+	AttnBwdHeadFn bwd;
+} AttnKernels;
 
-static AttnBwdHeadFn
-bwd_head_for_cpu(void)
+static const AttnKernels *
+kernels_in_use(void)
 {
+	static const AttnKernels generic = {attn_fwd_head_generic, attn_bwd_head_generic};
+#if HW_ATTN_X86_BUILDS
+	static const AttnKernels avx2 = {attn_fwd_head_avx2, attn_bwd_head_avx2};
+	static const AttnKernels avx512 = {attn_fwd_head_avx512, attn_bwd_head_avx512};
+
 	switch (attn_kernels_in_use())
 	{
-#if HW_ATTN_X86_BUILDS
 		case HW_ATTN_BUILD_AVX512:
-			return attn_bwd_head_avx512;
+			return &avx512;
 		case HW_ATTN_BUILD_AVX2:
-			return attn_bwd_head_avx2;
-#endif
+			return &avx2;
 		default:
-			return attn_bwd_head_generic;
+			break;
 	}
+#endif
+	return &generic;
 }
 
 /* What a driver's per-head function reads: the call's tensors and plan. */
@@ -145,8 +141,7 @@ typedef struct HeadCall
 	float       *out, *lse, *dq, *dk, *dv;
 	const float *q, *k, *v, *dout, *o, *lse_in;
 	const int32_t *cell;
-	AttnFwdHeadFn fwd;			/* this CPU's kernels */
-	AttnBwdHeadFn bwd;
+	const AttnKernels *kern;	/* the build in use */
 } HeadCall;
 
 /* One (b, h) of a call; w is NULL when the thread's work buffers could not
@@ -182,7 +177,7 @@ forward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 	if (w)
 	{
-		c->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, -1);
+		c->kern->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, -1);
 		return;
 	}
 	for (int i = 0; i < S; i++)
@@ -199,7 +194,7 @@ attn_block_sparse_forward(float *out, float *lse,
 						  const HwAttnPlan *plan, int H, int dh)
 {
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .lse = lse, .q = q, .k = k, .v = v,
-				  .fwd = fwd_head_for_cpu()};
+				  .kern = kernels_in_use()};
 
 	for_each_head(&c, false, forward_one_head);
 }
@@ -212,7 +207,7 @@ backward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 	if (w)
 	{
-		c->bwd(c->plan, b, h, H, dh, w, c->dq + eo, c->dk + eo, c->dv + eo, c->dout + eo, c->o + eo,
+		c->kern->bwd(c->plan, b, h, H, dh, w, c->dq + eo, c->dk + eo, c->dv + eo, c->dout + eo, c->o + eo,
 				 c->lse_in + ((int64_t) b * H + h) * S, c->q + eo, c->k + eo, c->v + eo);
 		return;
 	}
@@ -232,7 +227,7 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 						   const HwAttnPlan *plan, int H, int dh)
 {
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .o = out,
-				  .lse_in = lse, .q = q, .k = k, .v = v, .bwd = bwd_head_for_cpu()};
+				  .lse_in = lse, .q = q, .k = k, .v = v, .kern = kernels_in_use()};
 
 	for_each_head(&c, true, backward_one_head);
 }
@@ -246,7 +241,7 @@ rows_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 	if (w)
 	{
-		c->fwd(c->plan, b, h, c->H, dh, w, c->out + (int64_t) b * D, NULL, c->q + (int64_t) b * D, c->k + eo,
+		c->kern->fwd(c->plan, b, h, c->H, dh, w, c->out + (int64_t) b * D, NULL, c->q + (int64_t) b * D, c->k + eo,
 				 c->v + eo, c->cell[b] - b * S);
 		return;
 	}
@@ -259,7 +254,7 @@ attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const
 							   const int32_t *cell, int H, int dh)
 {
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell,
-				  .fwd = fwd_head_for_cpu()};
+				  .kern = kernels_in_use()};
 
 	for_each_head(&c, false, rows_one_head);
 }
