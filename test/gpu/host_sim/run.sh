@@ -25,12 +25,12 @@ trap 'rm -rf "$out"' EXIT
 CXX="g++ -std=c++20 -O2 -pthread -fopenmp -Wall -Wno-unknown-pragmas -Wno-unused-function -Wno-unused-variable"
 inc=(-I"$root/src" -I"$root/test/fixtures")
 
+# every core object and the synthetic batch fixture, for all three parts
+# (the fixture's model helpers need the model, so no part links a subset)
 objs=()
-for c in src/core/attention_plan src/core/attention_kernels src/core/attention_kernels_avx512 \
-         src/core/attention_kernels_avx2 src/core/attention_kernels_generic src/core/attention_reference src/core/batch \
-         src/core/hw_common test/fixtures/synth_batch src/core/tensor; do
-	o="$out/$(basename "$c").o"
-	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$root/$c.c" -o "$o"
+for c in "$root"/src/core/*.c "$root"/test/fixtures/synth_batch.c; do
+	o="$out/core_$(basename "$c" .c).o"
+	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$c" -o "$o"
 	objs+=("$o")
 done
 bobjs=()
@@ -45,7 +45,8 @@ rc=0
 if [[ " $parts " == *" 1 "* ]]; then
 echo "== host simulation 1: cuda/attention.cu"
 awk '/HW_SIM_BEGIN/{f=1;next} /HW_SIM_END/{f=0} f' "$root/cuda/attention.cu" > "$out/attention_body.inc"
-$CXX "${inc[@]}" -I"$sim" -I"$out" "$sim/sim_attention.cc" "${objs[@]}" -o "$out/sim_attention" -lm
+$CXX "${inc[@]}" -I"$sim" -I"$out" "$sim/sim_attention.cc" "${objs[@]}" "${bobjs[@]}" -o "$out/sim_attention" \
+	-lopenblas -lm
 "$out/sim_attention" || rc=1
 fi
 
@@ -71,12 +72,6 @@ for f in "$root"/cuda/*.cu; do
 	$CXX -I"$sim/shim" -I"$sim" -I"$root/cuda" "${inc[@]}" -c "$out/all_$b.cc" -o "$out/all_$b.o"
 	aobjs+=("$out/all_$b.o")
 done
-cobjs=()
-for c in "$root"/src/core/*.c; do
-	b=$(basename "$c" .c)
-	gcc -std=gnu11 -O2 -fopenmp "${inc[@]}" -c "$c" -o "$out/core_$b.o"
-	cobjs+=("$out/core_$b.o")
-done
 tobjs=()
 for c in "$root"/test/gpu/*.c; do
 	b=$(basename "$c" .c)
@@ -84,7 +79,7 @@ for c in "$root"/test/gpu/*.c; do
 	tobjs+=("$out/gpu_$b.o")
 done
 $CXX -I"$sim/shim" -I"$sim" -c "$sim/sim_inject.cc" -o "$out/sim_inject.o"
-$CXX "${tobjs[@]}" "$out/sim_inject.o" "${aobjs[@]}" "${cobjs[@]}" "${bobjs[@]}" "$out/synth_batch.o" \
+$CXX "${tobjs[@]}" "$out/sim_inject.o" "${aobjs[@]}" "${objs[@]}" "${bobjs[@]}" \
 	-o "$out/test_cuda_backend_sim" -lopenblas -lm
 HW_GPU_TEST_QUICK=1 stdbuf -oL "$out/test_cuda_backend_sim" || rc=1
 fi
