@@ -43,9 +43,14 @@ UNIT_TEST(budget_closing_validation_fits)
 
 	/* the closing validation ends within a step of the budget */
 	CHECK_MSG(end <= 1800 + 1.0 && end >= 1800 - 3.0, "ended at %g of 1800", end);
-	/* validations: more than the old three, their time at most the share (+ the closing one) */
-	CHECK_MSG(nval >= 3, "%d validations", nval);
-	CHECK_MSG((nval - 1) * 117 <= HW_BUDGET_VAL_SHARE * 1800 + 1e-9, "%d validations of 117 s", nval);
+	/* validations of a tenth of the budget each: the closing one alone */
+	CHECK_MSG(nval == 1, "%d validations of 117 s in 1800 s", nval);
+	CHECK_CLOSE(frac, 1.0, 0.01, 0);
+	/* a longer budget: several, their time at most the share (+ the closing one) */
+	end = simulate(7200, 5, 117, &nval, &frac);
+	CHECK_MSG(end <= 7200 + 1.0 && end >= 7200 - 3.0, "ended at %g of 7200", end);
+	CHECK_MSG(nval >= 3, "%d validations of 117 s in 7200 s", nval);
+	CHECK_MSG((nval - 1) * 117 <= HW_BUDGET_VAL_SHARE * 7200 + 1e-9, "%d validations of 117 s", nval);
 	CHECK_CLOSE(frac, 1.0, 0.01, 0);
 	/* cheap validations: as many as the count allows, not one per second */
 	end = simulate(1800, 0, 2, &nval, &frac);
