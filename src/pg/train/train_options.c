@@ -151,8 +151,10 @@ hw_train_settings_parse(HwTrainSettings *st, int32 steps, const char *preset, co
 	 * default: each checkpoint is validated on its last parameters and on
 	 * the average, and each task is served from the better
 	 * (hw_checkpoint_find_task).  A task's checkpoint is chosen on its
-	 * val_rows; 2048 is a cost compromise (docs/BENCHMARKS.md, "Choosing the
-	 * checkpoint").
+	 * val_rows; 2048 is a cost compromise: on the demo shop's orders_30d
+	 * (3 seeds) 512 rows chose checkpoints 0.6% worse in test MAE than
+	 * 2048, and the whole split (5,000 rows) 0.4% better at 2.5 times the
+	 * cost.
 	 */
 	if (hw_settings_defaults(st, preset, steps, &err) != HW_OK)
 		hw_pg_raise_core_error(&err, "preset");
