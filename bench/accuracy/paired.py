@@ -2,7 +2,12 @@
 """bench/accuracy/paired.py: headwater against the GBDT on the same test rows,
 with the uncertainty of a finite test set.
 
-    /usr/bin/python3 bench/accuracy/paired.py PREDS.csv...
+    /usr/bin/python3 bench/accuracy/paired.py [--methods A,B] [LABEL=]PREDS.csv...
+
+--methods A,B compares method A against method B (default headwater,GBDT);
+LABEL=PREDS.csv reads that file's rows as method LABEL whatever its method
+column says: two headwater runs side by side, e.g.
+    paired.py --methods new,old new=run2/preds_hw_1.csv old=run1/preds_hw_1.csv
 
 PREDS.csv: test_preds.sql's (headwater, one file per database and seed) and
 gbdt.py's (all seeds): method, seed, task, a row key (customer_id, or
@@ -46,20 +51,28 @@ def auroc_rows(y, p, idx):
 
 
 def main():
+    args = sys.argv[1:]
+    first, second = "headwater", "GBDT"
+    if args[:1] == ["--methods"]:
+        first, second = args[1].split(",")
+        args = args[2:]
     data = defaultdict(dict)            # task -> (method, seed) -> {row key: (label, pred)}
-    for path in sys.argv[1:]:
+    for arg in args:
+        label, eq, path = arg.partition("=")
+        if not eq or "/" in label:          # a plain path (which may hold '=')
+            label, path = "", arg
         with open(path) as f:
             reader = csv.DictReader(f)
             key = reader.fieldnames[3]      # customer_id, or football's row_key
             for r in reader:
-                data[r["task"]].setdefault((r["method"], int(r["seed"])), {})[r[key]] = \
+                data[r["task"]].setdefault((label or r["method"], int(r["seed"])), {})[r[key]] = \
                     (float(r["label"]), float(r["pred"]))
     rng = np.random.default_rng(7)
     for task in sorted(data):
         runs = data[task]
         methods = sorted({m for m, _ in runs})
-        if not {"headwater", "GBDT"} <= set(methods):
-            print(f"== {task}: needs both headwater and GBDT predictions (has {methods})")
+        if not {first, second} <= set(methods):
+            print(f"== {task}: needs both {first} and {second} predictions (has {methods})")
             continue
         ids = sorted(set.intersection(*(set(v) for v in runs.values())))
         n = len(ids)
@@ -69,7 +82,7 @@ def main():
         idx = np.vstack([np.arange(n), rng.integers(0, n, size=(N_BOOT, n))])   # row 0: the test set itself
         mean = {}
         print(f"== {task}: test {name} on {n} rows shared by every run ({'higher' if cls else 'lower'} is better)")
-        for m in ("headwater", "GBDT"):
+        for m in (first, second):
             per_seed = []
             for (mm, seed), v in sorted(runs.items()):
                 if mm != m:
@@ -79,10 +92,10 @@ def main():
                 per_seed.append((seed, vals))
             mean[m] = np.mean([v for _, v in per_seed], axis=0)     # [1 + N_BOOT]
             print(f"  {m:10s} {mean[m][0]:.4f}  (seeds {', '.join(f'{s}: {v[0]:.4f}' for s, v in per_seed)})")
-        diff = (mean["headwater"] - mean["GBDT"]) * (1 if cls else -1)
+        diff = (mean[first] - mean[second]) * (1 if cls else -1)
         lo, hi = np.percentile(diff[1:], [2.5, 97.5])
-        print(f"  headwater better by {diff[0]:+.4f} (95% paired-bootstrap interval {lo:+.4f} .. {hi:+.4f}; "
-              f"headwater at least as good in {100 * np.mean(diff[1:] >= 0):.0f}% of resamples)")
+        print(f"  {first} better by {diff[0]:+.4f} (95% paired-bootstrap interval {lo:+.4f} .. {hi:+.4f}; "
+              f"{first} at least as good in {100 * np.mean(diff[1:] >= 0):.0f}% of resamples)")
 
 
 if __name__ == "__main__":
