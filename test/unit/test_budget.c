@@ -43,7 +43,7 @@ UNIT_TEST(budget_closing_validation_fits)
 
 	/* the closing validation ends within a step of the budget */
 	CHECK_MSG(end <= 1800 + 1.0 && end >= 1800 - 3.0, "ended at %g of 1800", end);
-	/* validations of a tenth of the budget each: the closing one alone */
+	/* validations of 117 s: 1,170 s apart, none before the closing one fits */
 	CHECK_MSG(nval == 1, "%d validations of 117 s in 1800 s", nval);
 	CHECK_CLOSE(frac, 1.0, 0.01, 0);
 	/* a longer budget: several, their time at most the share (+ the closing one) */
