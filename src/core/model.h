@@ -199,7 +199,7 @@ typedef struct HwModelConfig
 	int32_t  head_adamw;
 	/* The decoupled weight decay of the output heads' matrices (head.*.w),
 	 * where weight_decay applies to the rest.  0 in the presets (measured:
-	 * docs/BENCHMARKS.md, The heads' weight decay); negative: the same as weight_decay,
+	 * docs/model.md, Weight decay of the heads); negative: the same as weight_decay,
 	 * resolved by hw_model_config_finish.  Decay bounds
 	 * a matrix's norm (Muon's updates have a fixed size, so the norm settles
 	 * near update / decay), and on a head that bound is the logits' scale:
