@@ -27,7 +27,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->child_counts = 1;
 	c->child_means = 1;
 	c->ordinal_head = 1;
-	c->count_ramps = 0;       /* an option: on football, player task +0.007 AUROC, team goals 0.0035 MAE worse (docs/model.md, Count ramps) */
+	c->count_ramps = 0;       /* an option: on football, player task +0.008 AUROC, team unbeaten 0.007 worse (docs/model.md, Count ramps) */
 	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
 	c->head_weight_decay = 0.0f;    /* the heads undecayed: sharper probabilities (docs/model.md, Weight decay of the heads) */
 	c->seed = 42;

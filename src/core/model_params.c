@@ -135,7 +135,7 @@ model_init_params(HwModel *m, float *host)
 		else if (strcmp(p->name, "enc.cnt.w") == 0)
 			std = 1.0 / sqrt((double) HW_CHILD_WINDOWS);   /* a row's 12 counts ~ one unit vector */
 		else if (strcmp(p->name, "enc.cramp.w") == 0)
-			std = 1.0 / sqrt((double) (HW_CHILD_WINDOWS * HW_CRAMP_STEPS));  /* likewise, 48 ramps */
+			std = 0;   /* the ramps start with no effect (docs/model.md, Count ramps) */
 		else if (strncmp(p->name, "head.", 5) == 0)
 			std = 0.1 / sqrt((double) p->shape[1]);
 		else

@@ -476,3 +476,42 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 	free(keys);
 	rt_free(&f);
 }
+
+/* Count ramps start with no effect: enc.cramp.w is zero at init and draws
+ * nothing from the generator, so a fresh model with them has the other
+ * parameters of the same model without them and predicts the fixture's
+ * batch (rows with child keys and counts) bit for bit as it does.  Why:
+ * a team row's many saturated ramps would otherwise add init noise larger
+ * than its value and column embeddings (docs/model.md, Count ramps). */
+UNIT_TEST(model_count_ramps_start_without_effect)
+{
+	RtFix         f;
+	float         on[6], off_v[6];
+	HwError       err = {0};
+	HwModelConfig cfg;
+	HwModel      *off;
+	int64_t       n;
+	float        *w;
+	int           nonzero = 0;
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	n = (int64_t) hw_model_config(f.m)->d_model * HW_CRAMP_DIM;
+	w = malloc(sizeof(float) * n);
+	CHECK_EQ_INT(hw_model_get_tensor(f.m, 0, "enc.cramp.w", w, n, &err), HW_OK);
+	for (int64_t k = 0; k < n; k++)
+		nonzero += w[k] != 0.0f;
+	CHECK_EQ_INT(nonzero, 0);
+	free(w);
+
+	cfg = *hw_model_config(f.m);
+	cfg.count_ramps = 0;
+	off = hw_model_create(&cfg, f.colt, HW_SYNTH_NCOLS, f.catt, HW_SYNTH_NCAT, f.be, &err);
+	CHECK(off != NULL);
+	values(&f, on);
+	CHECK_EQ_INT(hw_model_eval(off, f.b, &(float) {0}, f.p, &err), HW_OK);
+	memcpy(off_v, f.p->value, sizeof(off_v));
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(on[b] == off_v[b], "sequence %d: %g with ramps, %g without", b, on[b], off_v[b]);
+	hw_model_free(off);
+	rt_free(&f);
+}
