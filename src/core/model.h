@@ -186,7 +186,7 @@ typedef struct HwModelConfig
 	 * 2 orders from 3 by 0.07, and the benchmark's models did not learn a
 	 * line between them; a ramp gives a linear map a step at any count,
 	 * like the relative-time ramps.  enc.cramp.w starts at zero, so a fresh
-	 * model with ramps is the model without them (docs/model.md, Count
+	 * model with ramps predicts as the model without them (docs/model.md, Count
 	 * ramps: measured, not the default). */
 	int32_t  count_ramps;
 	/* 1 (an option, 0 in the presets): the output heads' weight matrices
