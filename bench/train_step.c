@@ -14,7 +14,9 @@
  * model keeps a parameter average (ema_decay D; its update is part of every
  * step) and the update alone is timed and given as a share of the step.
  * --set key=value: any model setting (hw_model_config_set), e.g.
- * --set count_ramps=0 to time a step without the count ramps.
+ * --set count_ramps=1 to time a step with the count ramps of the anchor
+ * rows (the synthetic anchors then get children, 5 + b of them), 2 with
+ * those of every row.
  * --precision: the training GEMMs' precision (hw_model_set_train_precision;
  * with bf16 the GEMM share below counts only the fp32 products left).
  * --full-tail: the last layer's tail on every cell, not only the target
@@ -240,6 +242,8 @@ main(int argc, char **argv)
 		c = *hw_model_config(m);
 		sp = (HwSynthSpec){ .B = c.batch_size, .S = c.seq_len, .d_text = dt, .target_stype = HW_ST_CATEGORICAL, .seed = 5, .pad_frac = 0.05f };
 		b = hw_synth_batch(&sp, 0);
+		if (b && c.count_ramps)
+			hw_synth_anchor_counts(b, 0, 1, 5);
 		shim_ops = *be->ops;
 		real_gemm = be->ops->gemm;
 		shim_ops.gemm = timed_gemm;

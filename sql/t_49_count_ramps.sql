@@ -1,9 +1,10 @@
--- t_49_count_ramps: the model option count_ramps (off by default; each row's
--- child counts also reach the model as ramps in log2(1 + n), so a step
--- between 2 and 3 children is one linear map away; docs/model.md).  The
--- features are checked by hand and by finite differences in the unit
--- tests (count_ramp_features_hand_computed, model_count_ramps_only_where_counted,
--- model_gradcheck_*); here: the option's errors, its place in the
+-- t_49_count_ramps: the model option count_ramps (off by default; the
+-- anchor row's child counts also reach the model as ramps in log2(1 + n),
+-- so a step between 2 and 3 children is one linear map away;
+-- docs/model.md).  The features are checked by hand and by finite
+-- differences in the unit tests (count_ramp_features_hand_computed,
+-- model_count_ramps_only_where_counted, model_count_ramps_gradient,
+-- model_predict_batch_equals_single_count_ramps); here: the option's errors, its place in the
 -- checkpoint config and the parameter table, and that a model trained
 -- with it, and one without it (the default), both serve.
 SET client_min_messages = warning;

@@ -179,15 +179,21 @@ typedef struct HwModelConfig
 	 * is the median of that distribution.  0: none, such tasks train with
 	 * the MAE loss (state blobs before version 7 load as 0). */
 	int32_t  ordinal_head;
-	/* 1 (an option, 0 in the presets; only with child_counts): every cell of a row also gets
-	 * its row's child counts as ramps in log2(1 + n) (HW_CRAMP_STEPS per
-	 * link and window), e += crf @ enc.cramp.w^T (hw_count_ramp_features);
-	 * 0: none (state blobs before version 8 load as 0).  log1p(n) / 4 told
-	 * 2 orders from 3 by 0.07, and the benchmark's models did not learn a
+	/* HW_COUNT_RAMPS_ANCHOR (an option, 0 in the presets; only with
+	 * child_counts): every cell of the anchor row (the row a sequence is
+	 * about: link_key 0) also gets its row's child counts as ramps in
+	 * log2(1 + n) (HW_CRAMP_STEPS per link and window), e += crf @
+	 * enc.cramp.w^T (hw_count_ramp_features); the other rows' crf is 0.
+	 * HW_COUNT_RAMPS_EVERY_ROW: every row's cells get them (what state
+	 * blobs of versions 8-10 with ramps trained with, and load as).  0:
+	 * none (state blobs before version 8 load as 0).  log1p(n) / 4 told 2
+	 * orders from 3 by 0.07, and the benchmark's models did not learn a
 	 * line between them; a ramp gives a linear map a step at any count,
-	 * like the relative-time ramps.  enc.cramp.w starts at zero, so a fresh
-	 * model with ramps predicts as the model without them (docs/model.md, Count
-	 * ramps: measured, not the default). */
+	 * like the relative-time ramps.  Only the anchor: on every row the
+	 * ramps cost the football benchmark's team unbeaten task what they
+	 * gave its player task (docs/model.md, Count ramps).  enc.cramp.w
+	 * starts at zero, so a fresh model with ramps predicts as the model
+	 * without them. */
 	int32_t  count_ramps;
 	/* 1 (an option, 0 in the presets): the output heads' weight matrices
 	 * (head.ts.w, head.cat.w, head.ord.w) train with AdamW instead of Muon,
@@ -249,6 +255,9 @@ void hw_child_count_features(const uint32_t *key, const uint16_t *count, const u
  * basis in log2(1 + n) with knots at n = 0, 1, 3, 7, 15). */
 #define HW_CRAMP_STEPS 4
 #define HW_CRAMP_DIM (HW_LINK_DIM * HW_CHILD_WINDOWS * HW_CRAMP_STEPS)
+/* HwModelConfig.count_ramps: which rows' cells get them */
+#define HW_COUNT_RAMPS_ANCHOR    1
+#define HW_COUNT_RAMPS_EVERY_ROW 2
 void hw_count_ramp_features(const uint32_t *key, const uint16_t *count, float out[HW_CRAMP_DIM]);
 
 /* Presets: "tiny" (64,4,2,S128,B16), "small" (128,4,4,256,32),
@@ -463,11 +472,12 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 10    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 11    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
 									  * 8: + count_ramps; 9: + head_adamw; 10: + head_weight_decay;
-									  * 1..9 still load */
+									  * 11: count_ramps 1 means the anchor row only (8-10: every
+									  * row, loaded as HW_COUNT_RAMPS_EVERY_ROW); 1..10 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

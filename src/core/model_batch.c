@@ -192,9 +192,9 @@ upload_link_codes(HwModel *m, const HwBatch *bt)
 	m->be->ops->memcpy_h2d(m->be, m->d_link, m->h_link, sizeof(float) * (size_t) N * HW_LINK_DIM);
 }
 
-/* [N, HW_CNT_DIM] child-count features and (cfg.count_ramps) [N,
- * HW_CRAMP_DIM] count ramps: the cells of a row share its features, and a
- * row's cells are consecutive: compute once per run of equal counts */
+/* [N, HW_CNT_DIM] child-count features: the cells of a row share its
+ * features, and a row's cells are consecutive: compute once per run of
+ * equal counts */
 static void
 upload_child_counts(HwModel *m, const HwBatch *bt)
 {
@@ -211,9 +211,6 @@ upload_child_counts(HwModel *m, const HwBatch *bt)
 		const uint16_t *cnt = bt->child_count + i * nc;
 		const uint32_t *mkey = means ? bt->mean_key + i * mk : NULL;
 		const float    *mean = means ? bt->child_mean + i * mc : NULL;
-
-		/* the count ramps (cfg.count_ramps, which needs child_counts) [N, HW_CRAMP_DIM], from the same counts */
-		float          *r = m->cfg.count_ramps ? m->h_cramp + i * HW_CRAMP_DIM : NULL;
 		bool            same = i > 0 && !bt->is_padding[i - 1] &&
 							   memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
 							   memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0;
@@ -225,16 +222,47 @@ upload_child_counts(HwModel *m, const HwBatch *bt)
 			memcpy(f, f - HW_CNT_DIM, sizeof(float) * HW_CNT_DIM);
 		else
 			hw_child_count_features(key, cnt, mkey, mean, f);
-		if (r && bt->is_padding[i])
-			memset(r, 0, sizeof(float) * HW_CRAMP_DIM);
-		else if (r && same)
-			memcpy(r, r - HW_CRAMP_DIM, sizeof(float) * HW_CRAMP_DIM);
-		else if (r)
-			hw_count_ramp_features(key, cnt, r);
 	}
 	o->memcpy_h2d(m->be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
-	if (m->cfg.count_ramps)
-		o->memcpy_h2d(m->be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) N * HW_CRAMP_DIM);
+}
+
+/* The count ramps (cfg.count_ramps, which needs child_counts), compacted:
+ * only the cells that have them -- of the anchor row (link_key 0), or of
+ * every row (HW_COUNT_RAMPS_EVERY_ROW), with a child key -- in cell order,
+ * d_cramp [n_cramp, HW_CRAMP_DIM] and d_cramp_idx [n_cramp]; the others'
+ * ramps are zero.  Consecutive cells of one row share theirs. */
+static void
+upload_count_ramps(HwModel *m, const HwBatch *bt)
+{
+	const HwBackendOps *o = m->be->ops;
+	int                 N = bt->B * bt->S, n = 0;
+	const size_t        nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+	const bool          every_row = m->cfg.count_ramps == HW_COUNT_RAMPS_EVERY_ROW;
+
+	for (int32_t i = 0; i < N; i++)
+	{
+		const uint32_t *key = bt->child_key + (size_t) i * nk;
+		const uint16_t *cnt = bt->child_count + (size_t) i * nc;
+		float          *r = m->h_cramp + (size_t) n * HW_CRAMP_DIM;
+		bool            any = false;
+
+		for (size_t l = 0; l < nk; l++)
+			any |= key[l] != 0;
+		if (bt->is_padding[i] || !any || (!every_row && bt->link_key[i] != 0))
+			continue;
+		if (n > 0 && m->h_cramp_idx[n - 1] == i - 1 && bt->link_key[i] == bt->link_key[i - 1] &&
+			memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 && memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
+			memcpy(r, r - HW_CRAMP_DIM, sizeof(float) * HW_CRAMP_DIM);
+		else
+			hw_count_ramp_features(key, cnt, r);
+		m->h_cramp_idx[n++] = i;
+	}
+	m->n_cramp = n;
+	if (n > 0)
+	{
+		o->memcpy_h2d(m->be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) n * HW_CRAMP_DIM);
+		o->memcpy_h2d(m->be, m->d_cramp_idx, m->h_cramp_idx, sizeof(int32_t) * (size_t) n);
+	}
 }
 
 /* the cells [N] and their batch-local rows to the device; the category rows
@@ -319,6 +347,8 @@ model_prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		upload_link_codes(m, bt);
 	if (m->cfg.child_counts)
 		upload_child_counts(m, bt);
+	if (m->cfg.count_ramps)
+		upload_count_ramps(m, bt);
 	m->B = bt->B;
 	m->S = bt->S;
 	m->N = bt->B * bt->S;

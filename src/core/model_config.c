@@ -27,7 +27,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->child_counts = 1;
 	c->child_means = 1;
 	c->ordinal_head = 1;
-	c->count_ramps = 0;       /* an option: on football, player task +0.008 AUROC, team unbeaten 0.007 worse (docs/model.md, Count ramps) */
+	c->count_ramps = 0;       /* an option (docs/model.md, Count ramps) */
 	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
 	c->head_weight_decay = 0.0f;    /* the heads undecayed: sharper probabilities (docs/model.md, Weight decay of the heads) */
 	c->seed = 42;
@@ -90,7 +90,9 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->child_counts = c->child_counts ? 1 : 0;
 	c->child_means = c->child_counts && c->child_means ? 1 : 0;     /* they ride on enc.cnt.w */
 	c->ordinal_head = c->ordinal_head ? 1 : 0;
-	c->count_ramps = c->child_counts && c->count_ramps ? 1 : 0;    /* the same counts, another encoding */
+	/* the same counts, another encoding: none without them */
+	c->count_ramps = !c->child_counts || !c->count_ramps ? 0 :
+		c->count_ramps == HW_COUNT_RAMPS_EVERY_ROW ? HW_COUNT_RAMPS_EVERY_ROW : HW_COUNT_RAMPS_ANCHOR;
 	c->head_adamw = c->head_adamw ? 1 : 0;
 	if (c->head_weight_decay < 0)
 		c->head_weight_decay = c->weight_decay;

@@ -58,8 +58,8 @@ forward_encoder(HwModel *m)
 		model_op_side(m, "enc.link", "batch,enc.link.w", m->d_link, m->o_link, N, HW_LINK_DIM);
 	if (m->o_cnt >= 0)
 		model_op_side(m, "enc.cnt", "batch,enc.cnt.w", m->d_cnt, m->o_cnt, N, HW_CNT_DIM);
-	if (m->o_cramp >= 0)
-		model_op_side(m, "enc.cramp", "batch,enc.cramp.w", m->d_cramp, m->o_cramp, N, HW_CRAMP_DIM);
+	if (m->o_cramp >= 0 && m->n_cramp > 0)
+		model_op_ramps(m, "enc.cramp", "batch,enc.cramp.w");
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	model_op_rmsnorm(m, "h0", "enc.e,enc.norm.g",
 					 (NormArgs){ .out = x, .rstd = m->rstd0, .x = m->e, .g = P(m->o_enc_g), .dout = m->dx,

@@ -105,8 +105,14 @@ infer_encoder(HwModel *m)
 		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
 	if (m->o_cnt >= 0)
 		gemm_blocks(m, B, m->S, D, HW_CNT_DIM, m->d_cnt, HW_CNT_DIM, P(m->o_cnt), 1.0f, m->e, D);
-	if (m->o_cramp >= 0)
-		gemm_blocks(m, B, m->S, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 1.0f, m->e, D);
+	if (m->o_cramp >= 0 && m->n_cramp > 0)
+	{
+		/* the compacted cells (model_internal.h), one block each: a cell's
+		 * bits do not depend on the batch around it */
+		gemm_blocks(m, m->n_cramp, 1, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 0.0f,
+					m->d_cramp_y, D);
+		o->scatter_add_rows(be, m->e, m->d_cramp_y, m->d_cramp_idx, m->n_cramp, D);
+	}
 	x = m->L > 0 ? m->sa[0].x_in : m->x_final;
 	o->rmsnorm_forward(be, x, m->rstd0, m->e, P(m->o_enc_g), N, D);
 }

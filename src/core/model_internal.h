@@ -114,7 +114,15 @@ struct HwModel
 	float        *d_trel;     /* [N, HW_REL_TIME_DIM] relative-time features (cfg.rel_time) */
 	float        *d_link;     /* [N, HW_LINK_DIM] link codes (cfg.link_types) */
 	float        *d_cnt;      /* [N, HW_CNT_DIM] child-count features (cfg.child_counts) */
-	float        *d_cramp;    /* [N, HW_CRAMP_DIM] count ramps (cfg.count_ramps) */
+	/* count ramps (cfg.count_ramps), compacted: the n_cramp cells that have
+	 * them (model_batch.c), d_cramp [n_cramp, HW_CRAMP_DIM] their ramps,
+	 * d_cramp_idx [n_cramp] their flat cells b*S + position, d_cramp_y
+	 * [n_cramp, D] their encoder terms (backward: de at those cells).  The
+	 * anchor row's cells are a few of a sequence's S: a GEMM over all N
+	 * rows would be nearly all zeros. */
+	float        *d_cramp, *d_cramp_y;
+	int32_t      *d_cramp_idx;
+	int           n_cramp;
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -133,7 +141,8 @@ struct HwModel
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
-	float        *h_cramp;    /* [Nmax, HW_CRAMP_DIM] (cfg.count_ramps) */
+	float        *h_cramp;    /* [Nmax, HW_CRAMP_DIM] (cfg.count_ramps), compacted as d_cramp */
+	int32_t      *h_cramp_idx;/* [Nmax] (cfg.count_ramps) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];

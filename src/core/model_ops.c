@@ -74,6 +74,30 @@ model_op_side(HwModel *m, const char *label, const char *inputs, const float *X,
 	model_rec(m, "linear", label, inputs, N, m->D, side_bw, &a, sizeof(a), t0);
 }
 
+/* d_cramp_y (=) de at the compacted cells; enc.cramp.w's gradient (+=) d_cramp_y^T @ d_cramp */
+static void
+ramps_bw(void *ctx, const HwTapeRec *r)
+{
+	HwModel       *m = ctx;
+	const RampArgs *a = (const RampArgs *) r->args.bytes;
+
+	m->be->ops->gather_rows(m->be, m->d_cramp_y, m->de, m->d_cramp_idx, a->n, m->D);
+	m->be->ops->gemm(m->be, true, false, m->D, HW_CRAMP_DIM, a->n, 1.0f, m->d_cramp_y, m->D, m->d_cramp,
+					 HW_CRAMP_DIM, 1.0f, G(m->o_cramp), HW_CRAMP_DIM);
+}
+
+void
+model_op_ramps(HwModel *m, const char *label, const char *inputs)
+{
+	double   t0 = hw_now_ms();
+	RampArgs a = { m->n_cramp };
+
+	m->be->ops->gemm(m->be, false, true, a.n, m->D, HW_CRAMP_DIM, 1.0f, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp),
+					 HW_CRAMP_DIM, 0.0f, m->d_cramp_y, m->D);
+	m->be->ops->scatter_add_rows(m->be, m->e, m->d_cramp_y, m->d_cramp_idx, a.n, m->D);
+	model_rec(m, "linear", label, inputs, a.n, m->D, ramps_bw, &a, sizeof(a), t0);
+}
+
 static void
 rmsnorm_bw(void *ctx, const HwTapeRec *r)
 {

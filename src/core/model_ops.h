@@ -22,6 +22,12 @@ typedef struct LinArgs
  * encoder's backward does. */
 typedef struct SideArgs { const float *X; int64_t w; int N, K; } SideArgs;
 
+/* count ramps at the n compacted cells (model_internal.h d_cramp):
+ * d_cramp_y [n,D] (=) d_cramp [n,K] @ enc.cramp.w^T, e[d_cramp_idx] (+=)
+ * d_cramp_y; backward: d_cramp_y (=) de[d_cramp_idx], dW (+=) d_cramp_y^T
+ * @ d_cramp, reading de as model_op_side does. */
+typedef struct RampArgs { int n; } RampArgs;
+
 /* rmsnorm: out = rms(x; g) (out may be gathered rows); backward dx (+=) after optional zeroing. */
 typedef struct NormArgs
 {
@@ -86,6 +92,7 @@ void model_rec(HwModel *m, const char *op, const char *label, const char *inputs
 void model_op_linear(HwModel *m, const char *label, const char *inputs, LinArgs a, const float *b);
 void model_op_target_rows(HwModel *m, const char *label, RowsArgs a);
 void model_op_side(HwModel *m, const char *label, const char *inputs, const float *X, int64_t w, int N, int K);
+void model_op_ramps(HwModel *m, const char *label, const char *inputs);
 void model_op_rmsnorm(HwModel *m, const char *label, const char *inputs, NormArgs a);
 void model_op_norm_linear(HwModel *m, const char *label, const char *inputs, NLArgs a);
 /* m->e [N,D] = encoder(batch cells; w) */

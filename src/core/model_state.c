@@ -20,7 +20,9 @@
  * from version 7: i32 ordinal_head (older: 0, no head.ord parameters),
  * from version 8: i32 count_ramps (older: 0, no enc.cramp.w),
  * from version 9: i32 head_adamw (older: 0, Muon heads),
- * from version 10: f32 head_weight_decay (older: weight_decay, as they trained).
+ * from version 10: f32 head_weight_decay (older: weight_decay, as they trained),
+ * from version 11 the same fields, count_ramps 1 the anchor row's ramps
+ * (versions 8-10: 1 meant every row's; they load as HW_COUNT_RAMPS_EVERY_ROW).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "core/model.h"
@@ -204,7 +206,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 9 && cb == CONFIG_BYTES_V9) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 10 && cb == CONFIG_BYTES) ||
+		  (ver == 9 && cb == CONFIG_BYTES_V9) ||
 		  (ver == 8 && cb == CONFIG_BYTES_V8) ||
 		  (ver == 7 && cb == CONFIG_BYTES_V7) ||
 		  (ver == 6 && cb == CONFIG_BYTES_V6) ||
@@ -241,6 +244,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->ordinal_head);
 	if (ver >= 8)
 		GET(r, c->count_ramps);
+	if (ver <= 10 && c->count_ramps)
+		c->count_ramps = HW_COUNT_RAMPS_EVERY_ROW;   /* as they trained */
 	if (ver >= 9)
 		GET(r, c->head_adamw);
 	if (ver >= 10)

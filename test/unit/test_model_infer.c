@@ -2,7 +2,7 @@
  * test_model_infer.c: the inference forward (hw_model_predict).
  *  - a sequence's predictions are bit-identical alone (B = 1, one thread) and
  *    inside any batch (B = 8, two threads; a reordered sub-batch of 3), for
- *    all four target types;
+ *    all four target types, and with the count ramps of anchor rows;
  *  - the last attention sublayer on the target rows only (their query,
  *    attention, projection) agrees with computing it whole: bit for bit in
  *    bf16, to the last bits in fp32 (other sgemm call shapes);
@@ -130,8 +130,11 @@ predict_untrimmed(HwModel *m, HwBackend *be, const HwBatch *bt, HwPredictions *p
 	return rc;
 }
 
+/* ramps: the model has count ramps (HW_COUNT_RAMPS_ANCHOR) and the
+ * batch's anchor rows children, so that the compacted ramp cells
+ * (model_internal.h) take part */
 static void
-check_type(int stype)
+check_type_with(int stype, int ramps)
 {
 	HwError       err = {0};
 	HwModelConfig c;
@@ -150,12 +153,15 @@ check_type(int stype)
 	c.seq_len = S;
 	c.batch_size = B;
 	c.seed = 5;
+	c.count_ramps = ramps ? HW_COUNT_RAMPS_ANCHOR : 0;
 	hw_synth_tables(c.d_text, 3, &colt, &catt);
 	m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 	bt = hw_synth_batch(&sp, 0);
 	CHECK(m && bt);
 	if (!m || !bt)
 		return;
+	if (ramps)
+		hw_synth_anchor_counts(bt, 0, 1, 3);
 	/* a few training steps, so that the weights are not the symmetric init */
 	for (int s = 0; s < 3; s++)
 	{
@@ -170,6 +176,20 @@ check_type(int stype)
 	CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_FP32);
 	CHECK_EQ_INT(hw_model_predict(m, bt, all, &err), HW_OK);
 	CHECK(check_batch_single(m, be, bt, all, K, "fp32"));
+	if (ramps)
+	{
+		/* the steps moved enc.cramp.w off zero, and the ramps reach the predictions */
+		int64_t n = (int64_t) c.d_model * HW_CRAMP_DIM;
+		float  *w = calloc((size_t) n, sizeof(float)), *keep = malloc(sizeof(float) * n);
+
+		CHECK_EQ_INT(hw_model_get_tensor(m, 0, "enc.cramp.w", keep, n, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_set_tensor(m, 0, "enc.cramp.w", w, n, &err), HW_OK);
+		CHECK_EQ_INT(hw_model_predict(m, bt, ref, &err), HW_OK);
+		CHECK_MSG(!close_preds(ref, all, B, K, 0, 0), "the count ramps changed no prediction");
+		CHECK_EQ_INT(hw_model_set_tensor(m, 0, "enc.cramp.w", keep, n, &err), HW_OK);
+		free(w);
+		free(keep);
+	}
 
 	/* the last sublayer on the target rows only, against computing it whole:
 	 * in fp32 the targets' q and gate come from one-row sgemm calls (and
@@ -212,7 +232,8 @@ check_type(int stype)
 	free(catt);
 }
 
-UNIT_TEST(model_predict_batch_equals_single_numerical) { check_type(HW_ST_NUMERICAL); }
-UNIT_TEST(model_predict_batch_equals_single_timestamp) { check_type(HW_ST_TIMESTAMP); }
-UNIT_TEST(model_predict_batch_equals_single_boolean) { check_type(HW_ST_BOOLEAN); }
-UNIT_TEST(model_predict_batch_equals_single_categorical) { check_type(HW_ST_CATEGORICAL); }
+UNIT_TEST(model_predict_batch_equals_single_numerical) { check_type_with(HW_ST_NUMERICAL, 0); }
+UNIT_TEST(model_predict_batch_equals_single_timestamp) { check_type_with(HW_ST_TIMESTAMP, 0); }
+UNIT_TEST(model_predict_batch_equals_single_boolean) { check_type_with(HW_ST_BOOLEAN, 0); }
+UNIT_TEST(model_predict_batch_equals_single_categorical) { check_type_with(HW_ST_CATEGORICAL, 0); }
+UNIT_TEST(model_predict_batch_equals_single_count_ramps) { check_type_with(HW_ST_BOOLEAN, 1); }

@@ -272,7 +272,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	 * state, and with the count ramps (an option) too */
 	hw_model_config_preset(&c, "tiny", &err);
 	c.d_text = DT; c.batch_size = 8; c.seq_len = 64; c.warmup_steps = 20; c.total_steps = 100;
-	c.count_ramps = 1;
+	c.count_ramps = HW_COUNT_RAMPS_ANCHOR;
 	hw_synth_tables(DT, 3, &c1, &k1);
 	rt = hw_model_create(&c, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK(rt && hw_model_config(rt)->rel_time == 1 && hw_model_param_index(rt, "enc.ts_rel.w") >= 0);
@@ -280,11 +280,11 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(hw_model_config(rt)->child_counts == 1 && hw_model_param_index(rt, "enc.cnt.w") >= 0);
 	CHECK_EQ_INT(hw_model_config(rt)->child_means, 1);
 	CHECK(hw_model_config(rt)->ordinal_head == 1 && hw_model_param_index(rt, "head.ord.w") >= 0);
-	CHECK(hw_model_config(rt)->count_ramps == 1 && hw_model_param_index(rt, "enc.cramp.w") >= 0);
+	CHECK(hw_model_config(rt)->count_ramps == HW_COUNT_RAMPS_ANCHOR && hw_model_param_index(rt, "enc.cramp.w") >= 0);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
 	r = hw_model_state_deserialize(blob, len, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
-	CHECK_MSG(r != NULL, "version 8 state: %s", err.msg);
+	CHECK_MSG(r != NULL, "current state: %s", err.msg);
 	if (r)
 	{
 		CHECK_EQ_INT(hw_model_config(r)->rel_time, 1);
@@ -292,9 +292,24 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		CHECK_EQ_INT(hw_model_config(r)->child_counts, 1);
 		CHECK_EQ_INT(hw_model_config(r)->child_means, 1);
 		CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 1);
-		CHECK_EQ_INT(hw_model_config(r)->count_ramps, 1);
+		CHECK_EQ_INT(hw_model_config(r)->count_ramps, HW_COUNT_RAMPS_ANCHOR);
 		CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
 		hw_model_free(r);
+	}
+	/* the same bytes as a version 8-10 state, whose count_ramps 1 meant
+	 * every row's ramps: it loads with every row's, as it trained */
+	for (uint32_t ver = 8; ver <= 10; ver++)
+	{
+		old = unit_state_as_version(blob, len, ver, ver == 8 ? 8 : ver == 9 ? 4 : 0, &olen);
+		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
+		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
+		if (r)
+		{
+			CHECK_EQ_INT(hw_model_config(r)->count_ramps, HW_COUNT_RAMPS_EVERY_ROW);
+			CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
+			hw_model_free(r);
+		}
+		free(old);
 	}
 	/* as a version 7 state it would lack the count ramps it has, as a
 	 * version 6 state also the ordinal head: refused */

@@ -76,7 +76,7 @@ rt_make(RtFix *f, int stype)
 	c.d_text = 32;
 	c.seq_len = 32;
 	c.batch_size = 6;
-	c.count_ramps = 1;   /* an option (off in the presets); model_count_ramps_only_where_counted needs it */
+	c.count_ramps = HW_COUNT_RAMPS_ANCHOR;   /* an option (off in the presets); the count-ramp tests need it */
 	f->be = hw_backend_cpu_create(1, &err);
 	hw_synth_tables(c.d_text, 3, &f->colt, &f->catt);
 	f->m = hw_model_create(&c, f->colt, HW_SYNTH_NCOLS, f->catt, HW_SYNTH_NCAT, f->be, &err);
@@ -420,9 +420,10 @@ UNIT_TEST(count_ramp_features_hand_computed)
 
 /* The model reads count ramps only when count_ramps is on: a model made
  * without them has no enc.cramp.w; with them, the ramp weights matter for
- * the sequences whose rows have child keys and for no other, and a count
- * of 2 against 3 in one window changes the prediction through them alone
- * (enc.cnt.w zero). */
+ * the sequences whose anchor row has child keys and for no other (the
+ * other rows' ramps do not reach the model, unless every row gets them,
+ * as models saved before did), and a count of 2 against 3 in one window
+ * changes the prediction through them alone (enc.cnt.w zero). */
 UNIT_TEST(model_count_ramps_only_where_counted)
 {
 	RtFix     f;
@@ -434,7 +435,7 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 	HwModel  *off;
 
 	CHECK(rt_make(&f, HW_ST_NUMERICAL));
-	CHECK_EQ_INT(hw_model_config(f.m)->count_ramps, 1);
+	CHECK_EQ_INT(hw_model_config(f.m)->count_ramps, HW_COUNT_RAMPS_ANCHOR);
 	CHECK(hw_model_param_index(f.m, "enc.cramp.w") == hw_model_param_index(f.m, "enc.cnt.w") + 1);
 	hw_model_config_preset(&cfg, "tiny", &err);
 	CHECK_EQ_INT(cfg.count_ramps, 0);             /* off in the presets */
@@ -445,7 +446,7 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 		  hw_model_n_params(off) == hw_model_n_params(f.m) - 1);
 	hw_model_free(off);
 	cfg.child_counts = 0;                         /* ramps ride on the counts */
-	cfg.count_ramps = 1;
+	cfg.count_ramps = HW_COUNT_RAMPS_ANCHOR;
 	CHECK_EQ_INT(hw_model_config_finish(&cfg, &err), HW_OK);
 	CHECK_EQ_INT(cfg.count_ramps, 0);
 
@@ -458,10 +459,20 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 0.0f);
 	values(&f, z);
 	CHECK(memcmp(a, z, sizeof(a)) == 0);
-	for (int b = 0; b < 6; b += 2)
+	for (int b = 0; b < 6; b += 2)                /* the rows other than the anchor: keys */
 		memcpy(f.b->child_key + b * 32 * HW_CHILD_LINKS, keys + b * 32 * HW_CHILD_LINKS,
 			   sizeof(uint32_t) * 32 * HW_CHILD_LINKS);
 	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 3.0f);
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(a[b] == z[b], "sequence %d: ramps of rows other than the anchor: %g vs %g", b, a[b], z[b]);
+	((HwModelConfig *) hw_model_config(f.m))->count_ramps = HW_COUNT_RAMPS_EVERY_ROW;
+	values(&f, a);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] == z[b] : a[b] != z[b], "every row, sequence %d: %g vs %g", b, a[b], z[b]);
+	((HwModelConfig *) hw_model_config(f.m))->count_ramps = HW_COUNT_RAMPS_ANCHOR;
+	CHECK(f.b->link_key[0] == 0 && f.b->seq_row_ids[0] == 0);   /* row 0: the anchor */
+	hw_synth_anchor_counts(f.b, 0, 2, 5);
 	for (int i = 0; i < 32; i++)                  /* every row of sequence 0: 2 children in window 4 */
 		f.b->child_count[(i * HW_CHILD_LINKS + 0) * HW_CHILD_WINDOWS + 4] = 2;
 	values(&f, a);
@@ -480,7 +491,7 @@ UNIT_TEST(model_count_ramps_only_where_counted)
 /* Count ramps start with no effect: enc.cramp.w is zero at init and draws
  * nothing from the generator, so a fresh model with them has the other
  * parameters of the same model without them and predicts the fixture's
- * batch (rows with child keys and counts) bit for bit as it does.  Why:
+ * batch (anchor rows with child keys and counts) bit for bit as it does.  Why:
  * a team row's many saturated ramps would otherwise add init noise larger
  * than its value and column embeddings (docs/model.md, Count ramps). */
 UNIT_TEST(model_count_ramps_start_without_effect)
@@ -495,6 +506,7 @@ UNIT_TEST(model_count_ramps_start_without_effect)
 	int           nonzero = 0;
 
 	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	hw_synth_anchor_counts(f.b, 0, 1, 9);
 	n = (int64_t) hw_model_config(f.m)->d_model * HW_CRAMP_DIM;
 	w = malloc(sizeof(float) * n);
 	CHECK_EQ_INT(hw_model_get_tensor(f.m, 0, "enc.cramp.w", w, n, &err), HW_OK);
@@ -513,5 +525,60 @@ UNIT_TEST(model_count_ramps_start_without_effect)
 	for (int b = 0; b < 6; b++)
 		CHECK_MSG(on[b] == off_v[b], "sequence %d: %g with ramps, %g without", b, on[b], off_v[b]);
 	hw_model_free(off);
+	rt_free(&f);
+}
+
+/* The gradient of enc.cramp.w through the compacted ramp cells (gather of
+ * de, one GEMM) against central finite differences of the loss, on the
+ * entries with the largest gradients (the general gradient checks sample
+ * two entries of its [D, 1536], most of them on ramps no cell has). */
+UNIT_TEST(model_count_ramps_gradient)
+{
+	RtFix    f;
+	HwError  err = {0};
+	int64_t  n;
+	float   *w, *g, loss, lp, lm, gmax = 0;
+	int      nbad = 0;
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	hw_synth_anchor_counts(f.b, 0, 1, 6);
+	set_side_w(&f, "enc.cramp.w", HW_CRAMP_DIM, 0.05f);
+	n = (int64_t) hw_model_config(f.m)->d_model * HW_CRAMP_DIM;
+	w = malloc(sizeof(float) * n);
+	g = malloc(sizeof(float) * n);
+	CHECK_EQ_INT(hw_model_forward_backward(f.m, f.b, &loss, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_get_tensor(f.m, 0, "enc.cramp.w", w, n, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_get_tensor(f.m, 1, "enc.cramp.w", g, n, &err), HW_OK);
+	for (int s = 0; s < 12; s++)
+	{
+		int64_t k = 0;
+		float   h = 1e-2f, fd, w0;
+
+		for (int64_t j = 1; j < n; j++)           /* the largest |g| not yet checked (checked ones: NaN) */
+			if (!isnan(g[j]) && (isnan(g[k]) || fabsf(g[j]) > fabsf(g[k])))
+				k = j;
+		if (s == 0)
+			gmax = fabsf(g[k]);
+		w0 = w[k];
+		w[k] = w0 + h;
+		hw_model_set_tensor(f.m, 0, "enc.cramp.w", w, n, &err);
+		hw_model_eval(f.m, f.b, &lp, NULL, &err);
+		w[k] = w0 - h;
+		hw_model_set_tensor(f.m, 0, "enc.cramp.w", w, n, &err);
+		hw_model_eval(f.m, f.b, &lm, NULL, &err);
+		w[k] = w0;
+		hw_model_set_tensor(f.m, 0, "enc.cramp.w", w, n, &err);
+		fd = (lp - lm) / (2 * h);
+		if (!(fabsf(fd - g[k]) <= 1e-5f + 3e-2f * fabsf(g[k])))
+		{
+			nbad++;
+			printf("  enc.cramp.w[%lld]: fd %.6g, backward %.6g\n", (long long) k, fd, g[k]);
+		}
+		g[k] = NAN;
+	}
+	CHECK_MSG(gmax > 1e-4f, "the ramps' largest gradient is %g: they reach no loss", gmax);
+	CHECK_MSG(nbad <= 1, "%d of 12 gradients of enc.cramp.w disagree with finite differences", nbad);
+	free(w);
+	free(g);
 	rt_free(&f);
 }
