@@ -90,51 +90,7 @@ if [ "${HW_BENCH_PGBENCH:-1}" = 0 ]; then
 	exit 0
 fi
 
-# pgbench: one rt_predict of a random order per transaction
-norders=$(q -c "SELECT count(*) FROM shop.orders")
-script=$(mktemp /tmp/hw_bench_pgbench.XXXXXX.sql)
-logdir=$(mktemp -d /tmp/hw_bench_pglog.XXXXXX)
-chmod 755 "$logdir"
-printf '\\set id random(1, %s)\nSELECT rt_predict('"'"'order_status'"'"', :id);\n' "$norders" > "$script"
-rss_of_bench() {   # sum and max RSS (kB) of the pgbench sessions' backends
-	local pids
-	pids=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'pgbench'")
-	local sum=0 max=0 n=0
-	for p in $pids; do
-		local r
-		r=$(awk '/VmRSS/ {print $2}' /proc/"$p"/status 2>/dev/null || echo 0)
-		[ -n "$r" ] || r=0
-		sum=$((sum + r)); n=$((n + 1)); [ "$r" -gt "$max" ] && max=$r
-	done
-	echo "$n $sum $max"
-}
-for worker in off on; do
-for c in 1 8 32; do
-	rm -f "$logdir"/*
-	(cd "$logdir" && PGOPTIONS="-c headwater.serving_worker=$worker -c headwater.serving_worker_window_ms=${HW_BENCH_WINDOW_MS:-2}" \
-		pgbench -n -d "$db" -c "$c" -j "$c" -T "$secs" -f "$script" -l --log-prefix=pb \
-		> "$logdir/out.txt" 2>&1) &
-	pb=$!
-	sleep $(( secs < 20 ? 3 : 10 ))
-	read -r n0 s0 m0 < <(rss_of_bench)
-	sleep $(( secs < 20 ? secs - 5 : secs - 13 ))
-	read -r n1 s1 m1 < <(rss_of_bench)
-	wait "$pb"
-	tps=$(awk '/^tps/ {print $3; exit}' "$logdir/out.txt")
-	# per-transaction log: client id, tx no, latency µs, ...; the first
-	# transaction of each client includes the model load
-	cat "$logdir"/pb* | awk '{print $1, $3}' | sort -n -k1,1 -s > "$logdir/lat.txt"
-	# first transaction per client (model load) apart from the rest
-	awk '!($1 in seen) { seen[$1] = 1; print $2 > "'"$logdir"'/first.txt"; next } { print $2 }' "$logdir/lat.txt" \
-		| sort -n > "$logdir/rest.txt"
-	sort -n "$logdir/first.txt" -o "$logdir/first.txt"
-	pct() { awk -v p="$2" '{ v[NR] = $1 } END { i = int(NR * p) + 1; if (i > NR) i = NR; printf "%.2f", v[i] / 1000 }' "$1"; }
-	stats="p50 $(pct "$logdir/rest.txt" 0.50) ms, p99 $(pct "$logdir/rest.txt" 0.99) ms over $(wc -l < "$logdir/rest.txt") transactions; first call per session: median $(pct "$logdir/first.txt" 0.5) ms, max $(pct "$logdir/first.txt" 1) ms"
-	echo "pgbench rt_predict, preset $preset, serving worker $worker, $c clients, ${secs}s: $tps tps; $stats;" \
-		"backend RSS: $n0 sessions $((s0 / 1024)) MB total / $((m0 / 1024)) MB max after warm-up," \
-		"$n1 sessions $((s1 / 1024)) MB / $((m1 / 1024)) MB max near the end"
-done
-done
-echo "serving workers after the runs (cumulative): $(q -c "SELECT string_agg(format('%s checkpoint %s: %s rows in %s forwards', model, checkpoint_id, \"rows\", batches), '; ') FROM rt_serving_workers()")"
-rm -rf "$logdir" "$script"
+# pgbench: one rt_predict of a random order per transaction, 1, 8 and 32
+# clients, without and with the serving worker
+bash "$HW_ROOT/bench/serving_clients.sh" "$db" "preset $preset" "$secs" 1 8 32
 echo "machine load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -2,7 +2,7 @@
 # bench/gpu/build_pg_bundle.sh: builds .dev/pg/pg15-bundle.tar.xz (git-ignored): a relocatable PostgreSQL 15 (Debian 12
 # binaries) for pg_e2e.sh, so a GPU machine without PostgreSQL can run headwater.  Layout inside the tarball (mirrors Debian, so the
 # binaries find share/ and pkglib/ relative to their own location):
-#   hwpg/lib/postgresql/15/bin/{postgres,initdb,pg_ctl,psql}
+#   hwpg/lib/postgresql/15/bin/{postgres,initdb,pg_ctl,psql,pgbench}
 #   hwpg/lib/postgresql/15/lib/   plpgsql, dict_snowball, encoding conversions
 #   hwpg/share/postgresql/15/     without man/ and contrib extensions (plpgsql kept)
 #   hwpg/syslib/                  sonames newer distros lack (icu 72, ldap 2.5): always used;
@@ -23,7 +23,7 @@ trap 'rm -rf "$st"' EXIT
 r=$st/hwpg
 bin=$r/lib/postgresql/15/bin pkl=$r/lib/postgresql/15/lib sh=$r/share/postgresql/15
 mkdir -p "$bin" "$pkl" "$sh" "$r/syslib/fallback"
-for b in postgres initdb pg_ctl psql; do cp -p /usr/lib/postgresql/15/bin/$b "$bin/"; done
+for b in postgres initdb pg_ctl psql pgbench; do cp -p /usr/lib/postgresql/15/bin/$b "$bin/"; done
 src=/usr/lib/postgresql/15/lib
 cp -p $src/plpgsql.so $src/dict_snowball.so $src/*_and_*.so $src/libpqwalreceiver.so $src/pgoutput.so "$pkl/"
 (cd /usr/share/postgresql/15 && tar cf - --exclude=./man --exclude=./extension --exclude=./contrib .) | (cd "$sh" && tar xf -)

@@ -16,7 +16,9 @@
 # and three tasks -> per device ('cuda', then 'cpu'): rt_train (tiny preset,
 # restart: the same tasks, splits and seed) + rt_evaluate + rt_predict ->
 # bulk scoring (rt_predict_into rows/s on the GPU and the CPU, the two
-# compared) -> headwater.job / checkpoint_metric / train_log -> stop.
+# compared) -> single-row rt_predict from 1 / 8 / 32 pgbench clients,
+# without and with the serving worker -> bulk scoring of the base preset ->
+# headwater.job / checkpoint_metric / train_log -> stop.
 # Every step has a timeout; the whole script ends within ~11 minutes.
 # Files in RESULTS_DIR: e2e.log (everything), summary.txt, ldd.txt, server.log.
 #
@@ -27,7 +29,9 @@
 # HW_E2E_USER (cluster owner to use/create), HW_E2E_SWITCH (force
 # runuser|setpriv|su), HW_E2E_DEVICES (default "cuda cpu"), HW_E2E_BUDGET
 # (seconds, 600), HW_E2E_BULK (1: the bulk-scoring part), HW_E2E_BULK_ROWS
-# (its sizes, "10000 100000 1000000").
+# (its sizes, "10000 100000 1000000"), HW_E2E_CLIENTS (1: the pgbench part;
+# needs pgbench in the bundle), HW_E2E_CLIENT_SECS (8), HW_E2E_BASE_ROWS
+# (100000; 0 skips the base preset).
 set -u -o pipefail
 
 START=$(date +%s)
@@ -396,15 +400,41 @@ SELECT count(*) AS second_gpu_run_differs FROM
 SQL
 	)
 	for n in $BULK_ROWS; do
-		[ "$n" = "$first" ] && continue
+		[ "$n" = "$first" ] || [ "$n" = "$maxn" ] && continue
 		sql "bulk scoring, $n rows on the GPU" 300 hw_e2e < <(bulk_run cuda "$n" bulk_gpu)
 	done
 	# chunks of 1,000 rows (the default) drain the GPU's pipeline between
-	# them; the largest size once more in chunks of 100,000
+	# them: the largest size in chunks of 100,000
 	sql "bulk scoring, $maxn rows on the GPU, batch_rows 100000" 300 hw_e2e < <(bulk_run cuda "$maxn" bulk_gpu 100000)
 fi
 
-# ---------------------------------------------------------------- 10. tables
+# ---------------------------------------------------------------- 10. clients
+# single-row rt_predict from 1 / 8 / 32 sessions (pgbench, HW_E2E_CLIENT_SECS
+# each), without and with the serving worker; the worker takes the server's
+# headwater.serving_device (auto: the GPU).  HW_E2E_CLIENTS=0 skips it.
+if [ "${HW_E2E_CLIENTS:-1}" = 1 ] && [ "${HW_E2E_BULK:-1}" = 1 ]; then
+	step "pgbench rt_predict, 1 / 8 / 32 clients, serving worker off and on"
+	if ! skip_if_late; then
+		if timeout "$(tmo 150)" bash "$REPO/bench/serving_clients.sh" hw_e2e "small preset, serving_device auto" \
+			"${HW_E2E_CLIENT_SECS:-8}" 1 8 32; then result OK; else result FAIL "rc $?"; FAILED=1; fi
+	fi
+fi
+
+# ---------------------------------------------------------------- 11. base preset
+# rt_predict_into rows/s of the base preset on the GPU (HW_E2E_BASE_ROWS,
+# 100,000; 0 skips it), trained for 20 steps like the small one
+BASE_ROWS=${HW_E2E_BASE_ROWS:-100000}
+if [ "${HW_E2E_BULK:-1}" = 1 ] && [ "$BASE_ROWS" -gt 0 ]; then
+	sql "bulk scoring: train the base preset (20 steps)" 120 hw_e2e <<SQL &&
+SET client_min_messages = warning;
+SELECT rt_train('shop', steps => 20, preset => 'base', device => 'auto',
+                options => '{"restart": true, "checkpoint_every": 20, "val_every": 20, "val_rows": 256}') ->> 'state' AS trained;
+SQL
+	sql "bulk scoring, base preset, $BASE_ROWS rows on the GPU, batch_rows 100000" 240 hw_e2e \
+		< <(bulk_run cuda "$BASE_ROWS" bulk_gpu 100000 | sed 's/small preset/base preset/')
+fi
+
+# ---------------------------------------------------------------- 12. tables
 DEADLINE=$((DEADLINE + 20))   # the tables are the point of the run: they may use the reserve
 sql "headwater.job / checkpoint_metric / train_log" 20 hw_e2e <<'SQL'
 \x auto
