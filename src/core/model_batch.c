@@ -226,29 +226,80 @@ upload_child_counts(HwModel *m, const HwBatch *bt)
 	o->memcpy_h2d(m->be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
 }
 
+/* Does cell i carry count ramps?  A cell of the anchor row (link_key 0), or
+ * of any row under HW_COUNT_RAMPS_EVERY_ROW, whose row has a child key. */
+static bool
+cell_has_ramps(const HwBatch *bt, int32_t i, bool every_row)
+{
+	const uint32_t *key = bt->child_key + (size_t) i * HW_CHILD_LINKS;
+	bool            any = false;
+
+	for (size_t l = 0; l < HW_CHILD_LINKS; l++)
+		any |= key[l] != 0;
+	return any && !bt->is_padding[i] && (every_row || bt->link_key[i] == 0);
+}
+
+/* The ramp buffers (host and device) hold at least n cells: grown by half
+ * again over n, at most to Nmax, when a batch has more than ever before.
+ * The old device blocks go back to the backend (the CUDA backend reuses
+ * them in stream order). */
+static int
+ensure_ramp_capacity(HwModel *m, int n, HwError *err)
+{
+	HwBackend *be = m->be;
+	int        cap;
+
+	if (n <= m->cramp_cap)
+		return HW_OK;
+	cap = n + n / 2 > m->Nmax ? m->Nmax : n + n / 2;
+	float   *h = realloc(m->h_cramp, sizeof(float) * (size_t) cap * HW_CRAMP_DIM);
+	if (h != NULL)
+		m->h_cramp = h;
+	int32_t *hi = realloc(m->h_cramp_idx, sizeof(int32_t) * (size_t) cap);
+	if (hi != NULL)
+		m->h_cramp_idx = hi;
+	be->ops->free(be, m->d_cramp);
+	be->ops->free(be, m->d_cramp_y);
+	be->ops->free(be, m->d_cramp_idx);
+	m->d_cramp = be->ops->alloc(be, sizeof(float) * (size_t) cap * HW_CRAMP_DIM);
+	m->d_cramp_y = be->ops->alloc(be, sizeof(float) * (size_t) cap * m->D);
+	m->d_cramp_idx = be->ops->alloc(be, sizeof(int32_t) * (size_t) cap);
+	if (h == NULL || hi == NULL || !m->d_cramp || !m->d_cramp_y || !m->d_cramp_idx)
+	{
+		m->cramp_cap = 0;   /* the next batch tries again from nothing */
+		return hw_error_set(err, HW_ERR_NOMEM, "out of memory for the count ramps of %d cells", n);
+	}
+	m->cramp_cap = cap;
+	return HW_OK;
+}
+
 /* The count ramps (cfg.count_ramps, which needs child_counts), compacted:
- * only the cells that have them -- of the anchor row (link_key 0), or of
- * every row (HW_COUNT_RAMPS_EVERY_ROW), with a child key -- in cell order,
- * d_cramp [n_cramp, HW_CRAMP_DIM] and d_cramp_idx [n_cramp]; the others'
- * ramps are zero.  Consecutive cells of one row share theirs. */
-static void
-upload_count_ramps(HwModel *m, const HwBatch *bt)
+ * only the cells that have them (cell_has_ramps), in cell order, d_cramp
+ * [n_cramp, HW_CRAMP_DIM] and d_cramp_idx [n_cramp]; the others' ramps are
+ * zero.  Consecutive cells of one row share theirs. */
+static int
+upload_count_ramps(HwModel *m, const HwBatch *bt, HwError *err)
 {
 	const HwBackendOps *o = m->be->ops;
-	int                 N = bt->B * bt->S, n = 0;
+	int                 N = bt->B * bt->S, n = 0, rc;
 	const size_t        nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
 	const bool          every_row = m->cfg.count_ramps == HW_COUNT_RAMPS_EVERY_ROW;
 
+	for (int32_t i = 0; i < N; i++)
+		n += cell_has_ramps(bt, i, every_row);
+	m->n_cramp = 0;
+	if (n == 0)
+		return HW_OK;
+	if ((rc = ensure_ramp_capacity(m, n, err)) != HW_OK)
+		return rc;
+	n = 0;
 	for (int32_t i = 0; i < N; i++)
 	{
 		const uint32_t *key = bt->child_key + (size_t) i * nk;
 		const uint16_t *cnt = bt->child_count + (size_t) i * nc;
 		float          *r = m->h_cramp + (size_t) n * HW_CRAMP_DIM;
-		bool            any = false;
 
-		for (size_t l = 0; l < nk; l++)
-			any |= key[l] != 0;
-		if (bt->is_padding[i] || !any || (!every_row && bt->link_key[i] != 0))
+		if (!cell_has_ramps(bt, i, every_row))
 			continue;
 		if (n > 0 && m->h_cramp_idx[n - 1] == i - 1 && bt->link_key[i] == bt->link_key[i - 1] &&
 			memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 && memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0)
@@ -258,11 +309,9 @@ upload_count_ramps(HwModel *m, const HwBatch *bt)
 		m->h_cramp_idx[n++] = i;
 	}
 	m->n_cramp = n;
-	if (n > 0)
-	{
-		o->memcpy_h2d(m->be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) n * HW_CRAMP_DIM);
-		o->memcpy_h2d(m->be, m->d_cramp_idx, m->h_cramp_idx, sizeof(int32_t) * (size_t) n);
-	}
+	o->memcpy_h2d(m->be, m->d_cramp, m->h_cramp, sizeof(float) * (size_t) n * HW_CRAMP_DIM);
+	o->memcpy_h2d(m->be, m->d_cramp_idx, m->h_cramp_idx, sizeof(int32_t) * (size_t) n);
+	return HW_OK;
 }
 
 /* the cells [N] and their batch-local rows to the device; the category rows
@@ -347,8 +396,8 @@ model_prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		upload_link_codes(m, bt);
 	if (m->cfg.child_counts)
 		upload_child_counts(m, bt);
-	if (m->cfg.count_ramps)
-		upload_count_ramps(m, bt);
+	if (m->cfg.count_ramps && (rc = upload_count_ramps(m, bt, err)) != HW_OK)
+		return rc;
 	m->B = bt->B;
 	m->S = bt->S;
 	m->N = bt->B * bt->S;

@@ -112,9 +112,6 @@ layout_activations(HwModel *m, HwArena *a)
 	m->d_trel = m->cfg.rel_time ? hw_arena_floats(a, N * HW_REL_TIME_DIM) : NULL;
 	m->d_link = m->cfg.link_types ? hw_arena_floats(a, N * HW_LINK_DIM) : NULL;
 	m->d_cnt = m->cfg.child_counts ? hw_arena_floats(a, N * HW_CNT_DIM) : NULL;
-	m->d_cramp = m->cfg.count_ramps ? hw_arena_floats(a, N * HW_CRAMP_DIM) : NULL;
-	m->d_cramp_y = m->cfg.count_ramps ? hw_arena_floats(a, N * D) : NULL;
-	m->d_cramp_idx = m->cfg.count_ramps ? hw_arena_bytes(a, N * 4) : NULL;
 	m->d_tidx = hw_arena_bytes(a, B * 4);
 	m->d_tcat = hw_arena_bytes(a, B * 4);
 	m->d_tnull = hw_arena_bytes(a, B);
@@ -188,6 +185,9 @@ hw_model_free(HwModel *m)
 	}
 	be->ops->free(be, m->col_table);
 	be->ops->free(be, m->cat_table);
+	be->ops->free(be, m->d_cramp);
+	be->ops->free(be, m->d_cramp_y);
+	be->ops->free(be, m->d_cramp_idx);
 	hw_params_free(&m->pt);
 	hw_tape_free(&m->tape);
 	free(m->sp);
@@ -288,10 +288,7 @@ alloc_host_scratch(HwModel *m)
 	m->h_trel = cfg->rel_time ? malloc(sizeof(float) * (size_t) m->Nmax * HW_REL_TIME_DIM) : NULL;
 	m->h_link = cfg->link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
 	m->h_cnt = cfg->child_counts ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CNT_DIM) : NULL;
-	m->h_cramp = cfg->count_ramps ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CRAMP_DIM) : NULL;
-	m->h_cramp_idx = cfg->count_ramps ? malloc(sizeof(int32_t) * (size_t) m->Nmax) : NULL;
 	return !((cfg->rel_time && !m->h_trel) || (cfg->link_types && !m->h_link) || (cfg->child_counts && !m->h_cnt) ||
-			 (cfg->count_ramps && (!m->h_cramp || !m->h_cramp_idx)) ||
 			 !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 			 !m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b);
 }

@@ -119,10 +119,13 @@ struct HwModel
 	 * d_cramp_idx [n_cramp] their flat cells b*S + position, d_cramp_y
 	 * [n_cramp, D] their encoder terms (backward: de at those cells).  The
 	 * anchor row's cells are a few of a sequence's S: a GEMM over all N
-	 * rows would be nearly all zeros. */
+	 * rows would be nearly all zeros, and buffers for N rows would take
+	 * ~2 x N x 6 KiB (100 MB at N = 8192, per serving backend).  So they
+	 * hold cramp_cap cells, grown to the largest batch seen (outside the
+	 * arena: model_batch.c ensure_ramp_capacity); NULL until then. */
 	float        *d_cramp, *d_cramp_y;
 	int32_t      *d_cramp_idx;
-	int           n_cramp;
+	int           n_cramp, cramp_cap;
 	float        *text_f32, *cat_rows, *catproj, *textproj, *colproj, *dcolproj, *dcatproj, *dtextproj;
 	/* heads */
 	float        *xt, *rstdf, *hf, *dhf, *dxt, *Z, *dZ, *logits, *dlogits, *catblock, *E, *dE, *lossb;
@@ -141,8 +144,8 @@ struct HwModel
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
-	float        *h_cramp;    /* [Nmax, HW_CRAMP_DIM] (cfg.count_ramps), compacted as d_cramp */
-	int32_t      *h_cramp_idx;/* [Nmax] (cfg.count_ramps) */
+	float        *h_cramp;    /* [cramp_cap, HW_CRAMP_DIM] (cfg.count_ramps), compacted as d_cramp */
+	int32_t      *h_cramp_idx;/* [cramp_cap] (cfg.count_ramps) */
 	uint8_t      *h_u8a, *h_u8b;
 
 	void         *plans[MAX_SUB];

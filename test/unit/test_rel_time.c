@@ -532,6 +532,30 @@ UNIT_TEST(model_count_ramps_start_without_effect)
  * de, one GEMM) against central finite differences of the loss, on the
  * entries with the largest gradients (the general gradient checks sample
  * two entries of its [D, 1536], most of them on ramps no cell has). */
+/* The ramps' buffers follow the cells that have them, not the batch's N
+ * cells: with the anchor's ramps a model needs about the same memory as
+ * without, besides enc.cramp.w and its optimiser state (a few D x 1536
+ * blocks), where buffers for N = B x S cells would add ~N x 6.5 KiB. */
+UNIT_TEST(model_count_ramps_memory_follows_the_cells)
+{
+	HwModelConfig cfg;
+	HwError       err = {0};
+	int64_t       with, without, wblock;
+
+	CHECK_EQ_INT(hw_model_config_preset(&cfg, "small", &err), HW_OK);
+	cfg.count_ramps = 0;
+	without = hw_model_memory_bytes(&cfg, 30, 0);
+	cfg.count_ramps = HW_COUNT_RAMPS_ANCHOR;
+	CHECK_EQ_INT(hw_model_config_finish(&cfg, &err), HW_OK);
+	with = hw_model_memory_bytes(&cfg, 30, 0);
+	wblock = (int64_t) cfg.d_model * HW_CRAMP_DIM * (int64_t) sizeof(float);
+	CHECK_MSG(without > 0 && with >= without + wblock,
+			  "with %lld, without %lld bytes: enc.cramp.w is missing", (long long) with, (long long) without);
+	CHECK_MSG(with - without <= 8 * wblock,
+			  "the ramps add %lld bytes, %.1f x enc.cramp.w (N = %d cells)", (long long) (with - without),
+			  (double) (with - without) / (double) wblock, cfg.batch_size * cfg.seq_len);
+}
+
 UNIT_TEST(model_count_ramps_gradient)
 {
 	RtFix    f;
