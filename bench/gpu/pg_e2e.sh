@@ -355,7 +355,7 @@ done
 # ---------------------------------------------------------------- 9. bulk scoring
 # rt_predict_into rows/s of the small preset (20 steps: speed does not
 # depend on training) on the GPU (headwater.serving_device 'cuda') for each
-# of HW_E2E_BULK_ROWS (and the largest again in chunks of 100,000 rows) and
+# of HW_E2E_BULK_ROWS (the largest in chunks of 100,000 rows) and
 # on the CPU for the first, from one run; the GPU's
 # predictions against the CPU's on the same rows and against a second GPU
 # run (bit for bit).  HW_E2E_BULK=0 skips it.
