@@ -528,10 +528,6 @@ UNIT_TEST(model_count_ramps_start_without_effect)
 	rt_free(&f);
 }
 
-/* The gradient of enc.cramp.w through the compacted ramp cells (gather of
- * de, one GEMM) against central finite differences of the loss, on the
- * entries with the largest gradients (the general gradient checks sample
- * two entries of its [D, 1536], most of them on ramps no cell has). */
 /* The ramps' buffers follow the cells that have them, not the batch's N
  * cells: with the anchor's ramps a model needs about the same memory as
  * without, besides enc.cramp.w and its optimiser state (a few D x 1536
@@ -556,6 +552,10 @@ UNIT_TEST(model_count_ramps_memory_follows_the_cells)
 			  (double) (with - without) / (double) wblock, cfg.batch_size * cfg.seq_len);
 }
 
+/* The gradient of enc.cramp.w through the compacted ramp cells (gather of
+ * de, one GEMM) against central finite differences of the loss, on the
+ * entries with the largest gradients (the general gradient checks sample
+ * two entries of its [D, 1536], most of them on ramps no cell has). */
 UNIT_TEST(model_count_ramps_gradient)
 {
 	RtFix    f;
