@@ -5,9 +5,12 @@
  *
  *   bench/bin/predict_forward [preset] [--rows N] [--threads T] [--rounds R]   default: small, 10000 rows, 2
  *
- * The serving forward in four variants, alternating over R rounds: fp32 or
+ * The serving forward in six variants, alternating over R rounds: fp32 or
  * bf16 layer GEMMs (bf16 only on processors with AVX512_BF16), and the last
- * attention sublayer whole or on the target cells only.
+ * attention sublayer whole, on the target cells only, or the last layers
+ * on the cells that can reach a target (cell lists, model_reach.c; the
+ * share of the listed stages' cells they computed is printed: on these
+ * synthetic sequences the anchor has many children, so it is high).
  *
  * Synthetic sequences (synth_batch.h, 5% padding) of the preset's B x S; rows/s
  * counts predicted sequences (one target each).  Prints the forward GEMMs'
@@ -104,6 +107,19 @@ timed_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, i
 	gemm_flop += 2.0 * nb * M * N * K;
 }
 
+static void (*real_rows_ragged)(HwBackend *, int, const int32_t *, int, int, const float *, int, const float *,
+								float, float *, int);
+
+static void
+timed_rows_ragged(HwBackend *be, int nb, const int32_t *off, int N, int K, const float *A, int lda, const float *W,
+				  float beta, float *C, int ldc)
+{
+	double t0 = hw_now_ms();
+
+	real_rows_ragged(be, nb, off, N, K, A, lda, W, beta, C, ldc);
+	gemm_ms += hw_now_ms() - t0;
+	gemm_flop += 2.0 * (off[nb] - off[0]) * N * K;
+}
 
 static double
 cpu_ms(void)
@@ -114,24 +130,50 @@ cpu_ms(void)
 	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-/* the serving forward's variants: precision x the last sublayer whole
- * (attn_forward_rows hidden: the forward before the target-rows tail) or on
- * the target cells */
-#define NVARIANT 4
+/* the serving forward's variants: precision x how much is pruned: the
+ * last sublayer whole (attn_forward_rows hidden: the forward before the
+ * target-rows tail), on the target cells (attn_forward_cells hidden: the
+ * forward before the cell lists), or the last layers on the cells that
+ * reach a target (model_reach.c) */
+#define NVARIANT 6
+#define NPRUNE 3
 static const char *const variant_names[NVARIANT] = {
-	"fp32, last sublayer whole", "fp32, last sublayer on targets", "bf16, last sublayer whole",
-	"bf16, last sublayer on targets",
+	"fp32, last sublayer whole", "fp32, last sublayer on targets", "fp32, last layers on cell lists",
+	"bf16, last sublayer whole", "bf16, last sublayer on targets", "bf16, last layers on cell lists",
 };
+
+/* the share of the cells that the stages on cell lists computed (1: no
+ * stage on lists) */
+static double
+cell_share(const HwModel *m, const HwBatch *b)
+{
+	const HwModelConfig *c = hw_model_config(m);
+	int                  A = c->full_attention ? 4 : 3;
+	double               listed = 0, all = 0;
+
+	for (int k = 0; k < c->n_layers * (A + 1); k++)
+		for (int s = 0; s < b->B; s++)
+		{
+			int n = hw_model_reach_cells(m, k, s, NULL);
+
+			if (n >= 0)
+			{
+				listed += n;
+				all += b->S;
+			}
+		}
+	return all > 0 ? listed / all : 1.0;
+}
 
 static int
 run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int v, int nb, int B, const char *preset,
 			double peak)
 {
 	HwError err = {0};
-	bool    bf16 = v >= 2, trimmed = v % 2 == 1;
-	void   (*rows_fn)(HwBackend *, float *, const float *, const float *, const float *, const void *,
-					  const int32_t *, int, int) = shim_ops.attn_forward_rows;
-	double  t0, c0, ms, cms;
+	bool    bf16 = v >= NPRUNE;
+	int     prune = v % NPRUNE;     /* 0 whole, 1 the last sublayer, 2 cell lists */
+	HwBackendOps keep = shim_ops;
+	double  t0, c0, ms, cms, cells;
 
 	if (bf16 && !be->ops->bf16_usable(be))
 		return 0;
@@ -140,8 +182,10 @@ run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int 
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
-	if (!trimmed)
+	if (prune < 1)
 		shim_ops.attn_forward_rows = NULL;
+	if (prune < 2)
+		shim_ops.attn_forward_cells = NULL;
 	if (hw_model_predict(m, b, pr, &err) != HW_OK)      /* warm-up (and the bf16 packing) */
 	{
 		fprintf(stderr, "%s\n", err.msg);
@@ -158,13 +202,14 @@ run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int 
 		}
 	ms = hw_now_ms() - t0;
 	cms = cpu_ms() - c0;
-	shim_ops.attn_forward_rows = rows_fn;
+	cells = cell_share(m, b);
+	shim_ops = keep;
 	printf("  %-40s %7.1f rows/s wall, %7.1f rows/s per CPU-second (%d batches); GEMM %.2f GFLOP/row, "
-		   "%.0f%% of the wall time\n", variant_names[v], nb * B / (ms / 1e3), nb * B / (cms / 1e3), nb,
-		   gemm_flop / 1e9 / (nb * B), 100 * gemm_ms / ms);
-	printf("RESULT variant=%d precision=%s trimmed=%d preset=%s rows_per_s=%.1f rows_per_cpu_s=%.1f "
-		   "gemm_gflops=%.1f peak_gflops=%.1f\n", v, bf16 ? "bf16" : "fp32", trimmed, preset, nb * B / (ms / 1e3),
-		   nb * B / (cms / 1e3), gemm_flop / (gemm_ms * 1e6), peak);
+		   "%.0f%% of the wall time; listed cells %.0f%%\n", variant_names[v], nb * B / (ms / 1e3), nb * B / (cms / 1e3),
+		   nb, gemm_flop / 1e9 / (nb * B), 100 * gemm_ms / ms, 100 * cells);
+	printf("RESULT variant=%d precision=%s prune=%d preset=%s rows_per_s=%.1f rows_per_cpu_s=%.1f "
+		   "gemm_gflops=%.1f peak_gflops=%.1f listed=%.3f\n", v, bf16 ? "bf16" : "fp32", prune, preset,
+		   nb * B / (ms / 1e3), nb * B / (cms / 1e3), gemm_flop / (gemm_ms * 1e6), peak, cells);
 	fflush(stdout);
 	return 0;
 }
@@ -228,6 +273,9 @@ main(int argc, char **argv)
 	real_rows_batched = be->ops->gemm_rows_batched;
 	if (real_rows_batched)
 		shim_ops.gemm_rows_batched = timed_rows_batched;
+	real_rows_ragged = be->ops->gemm_rows_ragged;
+	if (real_rows_ragged)
+		shim_ops.gemm_rows_ragged = timed_rows_ragged;
 	real_gemm_bf16 = be->ops->gemm_bf16;
 	if (real_gemm_bf16)
 		shim_ops.gemm_bf16 = timed_gemm_bf16;

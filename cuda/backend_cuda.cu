@@ -110,7 +110,8 @@ hw_cuda_backend_check_table(HwError *err)
 	static const size_t optional[] = { offsetof(HwBackendOps, gemm_rows_batched), offsetof(HwBackendOps, bf16_usable),
 									   offsetof(HwBackendOps, bf16_weight_pack), offsetof(HwBackendOps, bf16_weight_free),
 									   offsetof(HwBackendOps, gemm_bf16), offsetof(HwBackendOps, gemm_bf16_any),
-									   offsetof(HwBackendOps, attn_forward_rows) };
+									   offsetof(HwBackendOps, attn_forward_rows), offsetof(HwBackendOps, attn_forward_cells),
+									   offsetof(HwBackendOps, gemm_rows_ragged), offsetof(HwBackendOps, scatter_rows) };
 	const char *base = (const char *) hw_cuda_ops_table();
 	for (size_t off = offsetof(HwBackendOps, destroy); off < sizeof(HwBackendOps); off += sizeof(void *))
 	{

@@ -143,6 +143,16 @@ cpu_attn_forward_rows(HwBackend *be, float *out, const float *q, const float *k,
 }
 
 static void
+cpu_attn_forward_cells(HwBackend *be, float *out, const float *q, const float *k, const float *v, const void *plan,
+					   const int32_t *off, const int32_t *cell, int H, int dh)
+{
+	int old = push_threads(be);
+
+	attn_block_sparse_forward_cells(out, q, k, v, plan, off, cell, H, dh);
+	pop_threads(old);
+}
+
+static void
 cpu_attn_backward(HwBackend *be, float *dq, float *dk, float *dv, const float *dout,
 				  const float *out, const float *lse, const float *q, const float *k,
 				  const float *v, const void *plan, int H, int dh)
@@ -167,6 +177,7 @@ static const HwBackendOps cpu_ops = {
 	.synchronize = cpu_sync,
 	.gemm = cpu_gemm,
 	.gemm_rows_batched = cpu_gemm_rows_batched,
+	.gemm_rows_ragged = cpu_gemm_rows_ragged,
 	.add_bias = cpu_add_bias,
 	.bias_backward = cpu_bias_backward,
 	.axpby = cpu_axpby,
@@ -174,6 +185,7 @@ static const HwBackendOps cpu_ops = {
 	.gather_f16_rows = cpu_gather_f16_rows,
 	.gather_rows = cpu_gather_rows,
 	.scatter_add_rows = cpu_scatter_add_rows,
+	.scatter_rows = cpu_scatter_rows,
 	.rmsnorm_forward = cpu_rmsnorm_forward,
 	.rmsnorm_backward = cpu_rmsnorm_backward,
 	.encoder_forward = cpu_encoder_forward,
@@ -197,6 +209,7 @@ static const HwBackendOps cpu_ops = {
 	.gemm_bf16 = cpu_gemm_bf16,
 	.gemm_bf16_any = cpu_gemm_bf16_any,
 	.attn_forward_rows = cpu_attn_forward_rows,
+	.attn_forward_cells = cpu_attn_forward_cells,
 };
 
 HwBackend *

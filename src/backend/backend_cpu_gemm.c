@@ -118,6 +118,22 @@ cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A
 					W, K, beta, C + (size_t) i * M * ldc, ldc);
 }
 
+/* backend.h gemm_rows_ragged: as gemm_rows_batched, products of varied
+ * heights (one single-threaded sgemm each, so a product's bits depend only
+ * on its own operands and shape). */
+void
+cpu_gemm_rows_ragged(HwBackend *be, int nb, const int32_t *off, int N, int K, const float *A, int lda,
+					 const float *W, float beta, float *C, int ldc)
+{
+	if (nb <= 0 || N <= 0 || K <= 0)
+		return;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_nthreads(be)) if (nb > 1)
+	for (int i = 0; i < nb; i++)
+		if (off[i + 1] > off[i])
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, off[i + 1] - off[i], N, K, 1.0f,
+						A + (size_t) off[i] * lda, lda, W, K, beta, C + (size_t) off[i] * ldc, ldc);
+}
+
 /* ---------------------------------------------------------------- utilities */
 
 SIMD_CLONES void
@@ -199,6 +215,13 @@ cpu_gather_rows(HwBackend *be, float *out, const float *in, const int32_t *idx, 
 {
 	for (int m = 0; m < M; m++)
 		memcpy(out + (size_t) m * C, in + (size_t) idx[m] * C, C * sizeof(float));
+}
+
+void
+cpu_scatter_rows(HwBackend *be, float *dst, const float *src, const int32_t *idx, int M, int C)
+{
+	for (int m = 0; m < M; m++)
+		memcpy(dst + (size_t) idx[m] * C, src + (size_t) m * C, C * sizeof(float));
 }
 
 void

@@ -37,6 +37,8 @@ float *cpu_scratch(HwBackend *be, size_t n);
 
 /* backend_cpu_gemm.c */
 void cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+void cpu_gemm_rows_ragged(HwBackend *be, int nb, const int32_t *off, int N, int K, const float *A, int lda,
+						  const float *W, float beta, float *C, int ldc);
 void cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda, const float *W, float beta, float *C, int ldc);
 void cpu_add_bias(HwBackend *be, float *out, const float *bias, int M, int N);
 void cpu_bias_backward(HwBackend *be, float *db, const float *dout, int M, int N);
@@ -44,6 +46,7 @@ void cpu_axpby(HwBackend *be, float *y, float a, const float *x, float b, size_t
 double cpu_sumsq(HwBackend *be, const float *x, size_t n);
 void cpu_gather_f16_rows(HwBackend *be, float *out, const uint16_t *table, const int32_t *idx, int M, int C);
 void cpu_gather_rows(HwBackend *be, float *out, const float *in, const int32_t *idx, int M, int C);
+void cpu_scatter_rows(HwBackend *be, float *dst, const float *src, const int32_t *idx, int M, int C);
 void cpu_scatter_add_rows(HwBackend *be, float *din, const float *dout, const int32_t *idx, int M, int C);
 /* backend_cpu_bf16.c (backend.h bf16_* entries) */
 bool  cpu_bf16_usable(HwBackend *be);

@@ -79,6 +79,15 @@ void attn_block_sparse_forward(float *out, float *lse,
 void attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v,
 									const HwAttnPlan *plan, const int32_t *cell, int H, int dh);
 
+/* Forward of a list of query cells (inference: the cells whose output can
+ * still reach a target): for sequence b the cells cell[off[b] ..
+ * off[b+1]) (flat b*S + position, distinct, off [B+1] host memory; NULL:
+ * cell[b] alone, as attn_block_sparse_forward_rows); out and q hold their
+ * rows [n, H*dh] in the list's order; each out row is the bits of what
+ * attn_block_sparse_forward writes for that cell; k and v are whole. */
+void attn_block_sparse_forward_cells(float *out, const float *q, const float *k, const float *v,
+									 const HwAttnPlan *plan, const int32_t *off, const int32_t *cell, int H, int dh);
+
 /* Backward: dq, dk, dv [B,S,H,dh] are OVERWRITTEN (not accumulated).
  * dout [B,S,H,dh]; out and lse from the forward. */
 void attn_block_sparse_backward(float *dq, float *dk, float *dv,

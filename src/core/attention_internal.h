@@ -40,17 +40,20 @@ typedef struct AttnWork
 	float *q, *k, *kt, *v, *vt, *o, *dout, *dq, *dk, *dv;
 	float *rowv, *lse;	/* [Sp] */
 	float *P, *dS;		/* [T][T] one tile pair */
+	uint8_t *qsel;		/* [Sp] forward with a query list: the listed ones (zero between calls) */
+	int   *tile_n;		/* [nt] forward with a query list: listed queries per tile (zero between calls) */
 } AttnWork;
 
 /*
  * The kernels of one (b, h).  Forward: q, k, v, out [S,H,dh] of element b,
- * lse [S] of (b, h); only >= 0: the query at that position alone
- * (inference: q and out are its rows [H*dh], lse is not written).
+ * lse [S] of (b, h); only != NULL: the n_only queries at the flat cells
+ * only[i] (b*S + position, distinct) alone (inference: q and out hold
+ * their rows [n_only, H*dh] in that order, lse is not written).
  * Backward: dq, dk, dv overwritten; dout, out [S,H,dh], lse [S].
  */
 typedef void (*AttnFwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							  float *out, float *lse, const float *q, const float *k, const float *v,
-							  int only);
+							  const int32_t *only, int n_only);
 typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							  float *dq, float *dk, float *dv, const float *dout, const float *out,
 							  const float *lse, const float *q, const float *k, const float *v);
@@ -64,17 +67,20 @@ typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int d
 #define HW_ATTN_X86_BUILDS 0
 #endif
 void attn_fwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-						  float *out, float *lse, const float *q, const float *k, const float *v, int only);
+						  float *out, float *lse, const float *q, const float *k, const float *v,
+						  const int32_t *only, int n_only);
 void attn_bwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						  float *dq, float *dk, float *dv, const float *dout, const float *out,
 						  const float *lse, const float *q, const float *k, const float *v);
 void attn_fwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-						float *out, float *lse, const float *q, const float *k, const float *v, int only);
+						float *out, float *lse, const float *q, const float *k, const float *v,
+						  const int32_t *only, int n_only);
 void attn_bwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						float *dq, float *dk, float *dv, const float *dout, const float *out,
 						const float *lse, const float *q, const float *k, const float *v);
 void attn_fwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-						   float *out, float *lse, const float *q, const float *k, const float *v, int only);
+						   float *out, float *lse, const float *q, const float *k, const float *v,
+						  const int32_t *only, int n_only);
 void attn_bwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						   float *dq, float *dk, float *dv, const float *dout, const float *out,
 						   const float *lse, const float *q, const float *k, const float *v);

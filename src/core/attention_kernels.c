@@ -23,6 +23,9 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
 	 * and clears only those */
 	size_t  total = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
+	size_t  marks = total;     /* then the query list's marks: Sp bytes, nt ints */
+
+	total += (Sp + 3) / 4 + (size_t) nt;
 	float  *buf;
 
 	memset(w, 0, sizeof(*w));
@@ -37,6 +40,8 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	w->v = buf + 2 * n;
 	w->o = buf + 3 * n;
 	w->lse = buf + 4 * n;
+	w->qsel = (uint8_t *) (buf + marks);
+	w->tile_n = (int *) (buf + marks + (Sp + 3) / 4);
 	if (backward)
 	{
 		w->rowv = w->lse + Sp;
@@ -140,7 +145,7 @@ typedef struct HeadCall
 	int          H, dh;
 	float       *out, *lse, *dq, *dk, *dv;
 	const float *q, *k, *v, *dout, *o, *lse_in;
-	const int32_t *cell;
+	const int32_t *cell, *off;	/* a query list (forward_cells) */
 	const AttnKernels *kern;	/* the build in use */
 } HeadCall;
 
@@ -177,7 +182,7 @@ forward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 	if (w)
 	{
-		c->kern->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, -1);
+		c->kern->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, NULL, 0);
 		return;
 	}
 	for (int i = 0; i < S; i++)
@@ -232,29 +237,41 @@ attn_block_sparse_backward(float *dq, float *dk, float *dv,
 	for_each_head(&c, true, backward_one_head);
 }
 
-/* one query cell per sequence: cell[b] (a global cell index), q [B, H*dh] */
+/* the listed query cells of sequence b: cell[off[b] .. off[b+1]) (off
+ * NULL: cell[b] alone), q and out their rows [., H*dh] in that order */
 static void
-rows_one_head(const HeadCall *c, AttnWork *w, int b, int h)
+cells_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 {
 	int     S = c->plan->S, dh = c->dh, D = c->H * dh;
+	int64_t i0 = c->off ? c->off[b] : b, i1 = c->off ? c->off[b + 1] : b + 1;
 	int64_t eo = (int64_t) b * S * D;
 
+	if (i1 <= i0)
+		return;
 	if (w)
 	{
-		c->kern->fwd(c->plan, b, h, c->H, dh, w, c->out + (int64_t) b * D, NULL, c->q + (int64_t) b * D, c->k + eo,
-				 c->v + eo, c->cell[b] - b * S);
+		c->kern->fwd(c->plan, b, h, c->H, dh, w, c->out + i0 * D, NULL, c->q + i0 * D, c->k + eo, c->v + eo,
+					 c->cell + i0, (int) (i1 - i0));
 		return;
 	}
-	for (int d = 0; d < dh; d++)
-		c->out[(int64_t) b * D + h * dh + d] = NAN;
+	for (int64_t i = i0; i < i1; i++)
+		for (int d = 0; d < dh; d++)
+			c->out[i * D + h * dh + d] = NAN;
+}
+
+void
+attn_block_sparse_forward_cells(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
+								const int32_t *off, const int32_t *cell, int H, int dh)
+{
+	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell, .off = off,
+				  .kern = kernels_in_use()};
+
+	for_each_head(&c, false, cells_one_head);
 }
 
 void
 attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
 							   const int32_t *cell, int H, int dh)
 {
-	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell,
-				  .kern = kernels_in_use()};
-
-	for_each_head(&c, false, rows_one_head);
+	attn_block_sparse_forward_cells(out, q, k, v, plan, NULL, cell, H, dh);
 }

@@ -274,29 +274,41 @@ fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *
 	rows_axpy(oi, true, scale, s, Vr, dhp);
 }
 
-/* Forward of one (b, h) (attention_internal.h).  With only >= 0 the same
- * loops skip the other queries, so the row runs the very instructions of
- * the full forward. */
+/* Forward of one (b, h) (attention_internal.h).  With a list of queries
+ * the same loops skip the other queries (and the query tiles holding none
+ * of them), so a listed row runs the very instructions of the full
+ * forward. */
 void
 HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-							float *out, float *lse, const float *q, const float *k, const float *v, int only)
+							float *out, float *lse, const float *q, const float *k, const float *v,
+							const int32_t *only, int n_only)
 {
-	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
+	int            S = plan->S, nt = plan->nt, dhp = w->dhp, D = H * dh;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
 	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
+	uint8_t       *sel = w->qsel;     /* [Sp] by permuted position: a listed query */
+	int           *tile_n = w->tile_n; /* [nt] listed queries per query tile */
 	float          mrow[T], lrow[T];
-	int            pone = only >= 0 ? iperm[only] : -1;     /* its permuted position */
 
-	gather_fwd(Q, KT, V, only >= 0 ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
-	for (int d = 0; only >= 0 && d < dh; d++)
-		Q[(int64_t) pone * dhp + d] = q[h * dh + d];
+	gather_fwd(Q, KT, V, only ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
+	for (int i = 0; only && i < n_only; i++)
+	{
+		int p = iperm[only[i] - b * S];
 
-	for (int qt = only >= 0 ? pone / T : 0; qt < (only >= 0 ? pone / T + 1 : nt); qt++)
+		sel[p] = 1;
+		tile_n[p / T]++;
+		for (int d = 0; d < dh; d++)
+			Q[(int64_t) p * dhp + d] = q[(int64_t) i * D + h * dh + d];
+	}
+
+	for (int qt = 0; qt < nt; qt++)
 	{
 		int     nq = S - qt * T < T ? S - qt * T : T;
 		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
 		float  *Ot = O + (int64_t) qt * T * dhp;
 
+		if (only && tile_n[qt] == 0)
+			continue;
 		for (int ii = 0; ii < T; ii++)
 		{
 			mrow[ii] = -INFINITY;
@@ -311,7 +323,7 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 			const float    *Vr = V + (int64_t) kt * T * dhp;
 
 			for (int ii = 0; ii < nq; ii++)
-				if (mk[ii] != 0 && (only < 0 || qt * T + ii == pone))
+				if (mk[ii] != 0 && (!only || sel[qt * T + ii]))
 					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
 								 Kt, Vr, mk[ii], dhp);
 		}
@@ -320,17 +332,25 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 			float *oi = Ot + (int64_t) ii * dhp;
 			float  inv = 1.0f / lrow[ii];
 
-			if (only >= 0 && qt * T + ii != pone)
+			if (only && !sel[qt * T + ii])
 				continue;
 			for (int c = 0; c < dhp; c += VW)
 				VSTORE(oi + c, VLOAD(oi + c) * inv);
 			w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
 		}
 	}
-	if (only >= 0)
+	if (only)
 	{
-		for (int d = 0; d < dh; d++)
-			out[h * dh + d] = O[(int64_t) pone * dhp + d];
+		/* the listed rows out, and the marks cleared for the next call */
+		for (int i = 0; i < n_only; i++)
+		{
+			int p = iperm[only[i] - b * S];
+
+			for (int d = 0; d < dh; d++)
+				out[(int64_t) i * D + h * dh + d] = O[(int64_t) p * dhp + d];
+			sel[p] = 0;
+			tile_n[p / T] = 0;
+		}
 		return;
 	}
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);

@@ -145,6 +145,10 @@ typedef struct HwBackendOps
 	void (*gather_rows)(HwBackend *be, float *out, const float *in, const int32_t *idx, int M, int C);
 	/* din[idx[m], :] (+=) dout[m, :]; idx values distinct. */
 	void (*scatter_add_rows)(HwBackend *be, float *din, const float *dout, const int32_t *idx, int M, int C);
+	/* dst[idx[m], :] (=) src[m, :]; idx a DEVICE int32 array, values
+	 * distinct.  NULL: the serving forward computes every cell of every
+	 * stage (no receptive-field pruning, model_reach.c). */
+	void (*scatter_rows)(HwBackend *be, float *dst, const float *src, const int32_t *idx, int M, int C);
 
 	/* ---- RMSNorm, zero-centred: out = (1+g) * x / sqrt(mean(x^2) + 1e-6) ----
 	 * out[N,D] (=), rstd[N] (=) saved 1/sqrt(mean(x^2)+1e-6); x[N,D]; g[D]. */
@@ -247,6 +251,11 @@ typedef struct HwBackendOps
 	 * products lie one after another). */
 	void (*gemm_rows_batched)(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
 							  const float *W, float beta, float *C, int ldc);
+	/* The same with products of varied heights: for i < nb, rows off[i] ..
+	 * off[i+1] of A and C (off [nb+1] a HOST array), each computed like a
+	 * lone call of its shape.  NULL: one gemm call of off[nb] - off[0] rows. */
+	void (*gemm_rows_ragged)(HwBackend *be, int nb, const int32_t *off, int N, int K, const float *A, int lda,
+							 const float *W, float beta, float *C, int ldc);
 	/* Inference GEMMs in bf16 (the CPU backend on processors with
 	 * AVX512_BF16; NULL elsewhere).  bf16_usable: can this machine run them
 	 * now?  bf16_weight_pack: an opaque packed bf16 copy of W[N,K] (rounded
@@ -277,6 +286,13 @@ typedef struct HwBackendOps
 	 * NULL: the model runs attn_forward and gathers. */
 	void  (*attn_forward_rows)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
 							   const void *plan, const int32_t *cell, int H, int dh);
+	/* Attention of a list of query cells per sequence (inference, attention.h
+	 * attn_block_sparse_forward_cells): sequence b's cells cell[off[b] ..
+	 * off[b+1]) (off [B+1] HOST, cell DEVICE int32, flat b*S + position);
+	 * out and q [n, H*dh] their rows in that order, each out row the bits of
+	 * attn_forward's.  NULL: no receptive-field pruning. */
+	void  (*attn_forward_cells)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
+								const void *plan, const int32_t *off, const int32_t *cell, int H, int dh);
 } HwBackendOps;
 
 struct HwBackend

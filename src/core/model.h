@@ -409,8 +409,15 @@ int hw_model_forward_backward(HwModel *m, const HwBatch *batch, float *loss, HwE
 /* full: the training forward computes the last layer's tail (the last
  * attention sublayer's projection and residual, the last FFN) for every
  * cell, not only the target cells that reach the loss: the reference the
- * pruned tail is tested against (the same loss and gradients; slower). */
+ * pruned tail is tested against (the same loss and gradients; slower).
+ * The serving forward then computes every stage before its last attention
+ * sublayer for every cell (no cell lists, model_reach.c). */
 void hw_model_set_full_tail(HwModel *m, bool full);
+/* The serving forward's cell list at stage k (forward order l*(A+1) + s,
+ * s == A the layer's FFN) for sequence b of the last batch predicted: how
+ * many cells (their flat b*S + position into cells when not NULL, in
+ * order); -1 when that stage computed every cell (tests, benchmarks). */
+int  hw_model_reach_cells(const HwModel *m, int k, int b, int32_t *cells);
 int hw_model_optimizer_step(HwModel *m, float *grad_norm, float *lr, HwError *err);
 /* Learning rate of step t (1-based) under the config's schedule. */
 float hw_lr_at(const HwModelConfig *cfg, int64_t t);

@@ -188,6 +188,9 @@ hw_model_free(HwModel *m)
 	be->ops->free(be, m->d_cramp);
 	be->ops->free(be, m->d_cramp_y);
 	be->ops->free(be, m->d_cramp_idx);
+	be->ops->free(be, m->d_reach_cell);
+	free(m->h_reach_off);
+	free(m->h_reach_cell);
 	hw_params_free(&m->pt);
 	hw_tape_free(&m->tape);
 	free(m->sp);

@@ -7,8 +7,9 @@
  * cell's residual stream reaches the heads, so the last attention sublayer
  * computes keys and values for every cell but the query, gate, attention,
  * output projection and gated residual for the B target cells only
- * (gathered), and the last FFN runs on those B rows.  Earlier sublayers stay
- * whole: a later sublayer's attention reads every cell.
+ * (gathered), and the last FFN runs on those B rows.  The stages before
+ * run on the cells whose output can still reach a target (model_reach.c),
+ * when those are few; the first layers stay whole.
  *
  * Precision: the layers' GEMMs in fp32 (OpenBLAS blocks) or, after
  * hw_model_set_inference_precision, in bf16 (model_precision.c); the rest
@@ -63,6 +64,24 @@ layer_gemm(HwModel *m, int slot, int nb, int rows, int n0, int N, int K, const f
 		m->be->ops->gemm_bf16(m->be, nb * rows, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
 	else
 		gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
+}
+
+/* layer_gemm on a stage's cell lists (model_reach.c): rows off[b] ..
+ * off[b+1] of A are sequence b's cells, one product per sequence (its
+ * shape is the sequence's own), or one bf16 call (a row's bits never depend
+ * on the call) */
+static void
+layer_gemm_cells(HwModel *m, int slot, const int32_t *off, int n0, int N, int K, const float *A, int lda,
+				 const float *W, float beta, float *C, int ldc)
+{
+	const HwBackendOps *o = m->be->ops;
+
+	if (m->pk)
+		o->gemm_bf16(m->be, off[m->B], N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+	else if (o->gemm_rows_ragged)
+		o->gemm_rows_ragged(m->be, m->B, off, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
+	else
+		o->gemm(m->be, false, true, off[m->B], N, K, 1.0f, A, lda, W + (size_t) n0 * K, K, beta, C, ldc);
 }
 
 /* projected tables [ncols|Uc|U, D], the encoder e [N,D] with its side
@@ -134,6 +153,49 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
 	layer_gemm(m, PK_WO(m, l, s), B, m->S, 0, D, D, a->att, D, P(p->wo), 0.0f, a->o, D);
 	o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
+}
+
+/*
+ * Attention sublayer s of layer l on stage k's cells (model_reach.c) into
+ * those rows of xout: every cell's keys and values (the attention reads them
+ * by position), the listed cells' query, gate, attention, output projection
+ * and gated residual, [n, .] compact, scattered into xout at the end.  The
+ * other rows of xout keep older values that no later stage reads.  When
+ * every cell is listed the compact rows are the buffers themselves: the
+ * same calls without the copies (the same bits either way).
+ */
+static void
+infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->sa[l * m->A + s];
+	SubParams          *p = &m->sp[l * m->A + s];
+	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
+	const int32_t      *off = m->h_reach_off + (int64_t) k * (m->B + 1), *cell = m->d_reach_cell + (int64_t) k * m->Nmax;
+	int                 n = off[m->B];
+	bool                all = n == N;      /* every cell listed: the lists are the rows in order, no copies */
+	float              *qg = m->dqkvg;                                   /* [n,4D]: q and gp columns */
+	float              *xn_c = all ? m->xn : m->dxn, *qs_c = m->dqs, *att_c = m->datt, *o_c = m->dO;   /* [n,D] */
+	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* (dxn reused: xn_c is consumed) */
+
+	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
+	o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+	if (!all)
+		o->gather_rows(be, xn_c, m->xn, cell, n, D);
+	layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
+	layer_gemm_cells(m, slot, off, 3 * D, D, D, xn_c, D, P(p->w4), 0.0f, qg + 3 * D, 4 * D);
+	/* qs of the listed cells (qknorm's k and v outputs of those rows go to
+	 * scratch, unread: qg's k|v columns are not set) */
+	o->qknorm_forward(be, qs_c, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), n, m->H, m->dh);
+	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, m->H, m->dh);
+	layer_gemm_cells(m, PK_WO(m, l, s), off, 0, D, D, att_c, D, P(p->wo), 0.0f, o_c, D);
+	if (!all)
+		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
+	o->gate_residual_forward(be, out_c, xin_c, qg + 3 * D, 4 * D, o_c, n, D);
+	if (!all)
+		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
 
 /*
@@ -210,6 +272,31 @@ infer_ffn_sublayer(HwModel *m, int l)
 	layer_gemm(m, PK_W2(m, l), B, R / B, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
 }
 
+/* the FFN of layer l (not the last) on stage k's cells into those rows of xout */
+static void
+infer_ffn_cells(HwModel *m, int l, int k, float *xout)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->fa[l];
+	FfnParams          *p = &m->fp[l];
+	int                 D = m->D, F = m->F;
+	const int32_t      *off = m->h_reach_off + (int64_t) k * (m->B + 1), *cell = m->d_reach_cell + (int64_t) k * m->Nmax;
+	int                 n = off[m->B];
+	bool                all = n == m->N;   /* every cell listed: no copies */
+	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* [n,D] */
+
+	if (!all)
+		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
+	o->rmsnorm_forward(be, m->xn, a->rstd, xin_c, P(p->norm_g), n, D);
+	layer_gemm_cells(m, PK_WGU(m, l), off, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
+	o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
+	o->memcpy_d2d(be, out_c, xin_c, sizeof(float) * (size_t) n * D);
+	layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
+	if (!all)
+		o->scatter_rows(be, xout, out_c, cell, n, D);
+}
+
 /* heads on the target positions xt [B,D] (L == 0: gathered from x_final):
  * Z [B, HW_HEAD_Z(D)], the ordinal head Zo and the category logits [B,K] */
 static void
@@ -243,17 +330,30 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 {
 	int rc;
 
-	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK || (rc = model_packed_refresh(m, err)) != HW_OK)
+	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK || (rc = model_packed_refresh(m, err)) != HW_OK ||
+		(rc = model_reach_plan(m, bt, err)) != HW_OK)
 		return rc;
 	infer_encoder(m);
 	for (int l = 0; l < m->L; l++)
 	{
+		float *next_x = l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
+
 		for (int s = 0; s < m->A; s++)
+		{
+			int    k = l * (m->A + 1) + s;
+			float *xout = s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in;
+
 			if (l == m->L - 1 && s == m->A - 1)
 				infer_last_attention(m, l, s);
+			else if (k >= m->reach_from)
+				infer_attention_cells(m, l, s, k, xout);
 			else
-				infer_attention_sublayer(m, l, s, s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in);
-		infer_ffn_sublayer(m, l);
+				infer_attention_sublayer(m, l, s, xout);
+		}
+		if (l < m->L - 1 && l * (m->A + 1) + m->A >= m->reach_from)
+			infer_ffn_cells(m, l, l * (m->A + 1) + m->A, next_x);
+		else
+			infer_ffn_sublayer(m, l);
 	}
 	infer_heads(m);
 	return HW_OK;

@@ -23,6 +23,7 @@
  * plans), model_ops.c (taped ops and their backward), model_forward.c
  * (training forward, backward, optimiser step, eval), model_decode.c
  * (predictions from the heads), model_infer.c (the serving forward),
+ * model_reach.c (its receptive field: the cells each stage needs),
  * model_ema.c (the parameter average), model_access.c (buffers, tensors,
  * backend errors).
  */
@@ -138,6 +139,15 @@ struct HwModel
 	float        *Zo, *dZo;   /* [B, HW_ORD_LEVELS] ordinal head output and its gradient (cfg.ordinal_head) */
 	int           Kmax;
 
+	/* model_reach.c: the serving forward's receptive field.  For stages k
+	 * (forward order l*(A+1)+s, s == A the FFN) from reach_from to the one
+	 * before the last attention sublayer: the cells whose output can reach
+	 * a target, flat b*S + position, sequence by sequence: sequence b's are
+	 * h_reach_cell[k*Nmax + h_reach_off[k*(B+1) + b] ...] (d_reach_cell the
+	 * device copy); reach_from = L*(A+1): no stage on lists */
+	int32_t      *h_reach_off, *h_reach_cell, *d_reach_cell;
+	int           reach_from;
+
 	/* host scratch */
 	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
 	float        *h_f32;
@@ -193,6 +203,9 @@ int   model_backend_cause(HwBackend *be, int rc, HwError *err);
 
 /* model_batch.c: checks and uploads a batch, builds its attention plans */
 int   model_prepare_batch(HwModel *m, const HwBatch *bt, HwError *err);
+
+/* model_reach.c: the current batch's cell lists (after model_prepare_batch) */
+int   model_reach_plan(HwModel *m, const HwBatch *bt, HwError *err);
 
 /* model_decode.c: the heads' outputs of the current batch into pred */
 int   model_decode_predictions(HwModel *m, HwPredictions *pred, bool with_loss, HwError *err);

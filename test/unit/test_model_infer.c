@@ -9,7 +9,12 @@
  *  - they equal the training forward's (hw_model_eval, which computes every
  *    cell through the last layer and the loss) to fp32 rounding;
  *  - in bf16 (processors with AVX512_BF16), the same bit-for-bit checks
- *    hold within bf16, and predictions stay within 2e-2 of fp32's.
+ *    hold within bf16, and predictions stay within 2e-2 of fp32's;
+ *  - the stages on cell lists (model_reach.c; half the test sequences have
+ *    few children, so that their lists are short) agree with the whole
+ *    forward (hw_model_set_full_tail) to fp32 rounding, and the lists are
+ *    the cells that reach the target by the masks' definitions
+ *    (attention.h), found pair by pair.
  */
 #include "unit.h"
 #include "core/model.h"
@@ -50,6 +55,46 @@ batch_pick(const HwBatch *bt, const int *idx, int n)
 	o->cat_emb_start = bt->cat_emb_start;
 	o->cat_emb_count = bt->cat_emb_count;
 	return o;
+}
+
+/* Odd sequences: children rows 4.. point at the parent (row 1) instead of
+ * the anchor (row 0), so the anchor has two children and the late stages
+ * of the serving forward need few of the cells. */
+static void
+few_children(HwBatch *bt)
+{
+	size_t R = bt->R;
+
+	for (int b = 1; b < bt->B; b += 2)
+		for (size_t r = 4; r < R; r++)
+		{
+			uint8_t *adj = bt->fk_adj + (size_t) b * R * R + r * R;
+
+			if (adj[0])
+			{
+				adj[0] = 0;
+				adj[1] = 1;
+			}
+		}
+}
+
+/* cells listed at some stage over all sequences, and how many of the
+ * lists are shorter than S (-1: no stage ran on lists) */
+static int
+short_lists(const HwModel *m, const HwBatch *bt)
+{
+	const HwModelConfig *c = hw_model_config(m);
+	int                  A = c->full_attention ? 4 : 3, n = 0, any = 0;
+
+	for (int k = 0; k < c->n_layers * (A + 1); k++)
+		for (int b = 0; b < bt->B; b++)
+		{
+			int len = hw_model_reach_cells(m, k, b, NULL);
+
+			any |= len >= 0;
+			n += len >= 0 && len < bt->S;
+		}
+	return any ? n : -1;
 }
 
 /* Prediction b of p and prediction c of q: same bits? */
@@ -160,6 +205,7 @@ check_type_with(int stype, int ramps)
 	CHECK(m && bt);
 	if (!m || !bt)
 		return;
+	few_children(bt);
 	if (ramps)
 		hw_synth_anchor_counts(bt, 0, 1, 3);
 	/* a few training steps, so that the weights are not the symmetric init */
@@ -175,7 +221,15 @@ check_type_with(int stype, int ramps)
 	bf = hw_predictions_alloc(B, K > 0 ? K : 1);
 	CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_FP32);
 	CHECK_EQ_INT(hw_model_predict(m, bt, all, &err), HW_OK);
+	CHECK_MSG(short_lists(m, bt) > 0, "no stage ran on a short cell list (%d)", short_lists(m, bt));
 	CHECK(check_batch_single(m, be, bt, all, K, "fp32"));
+	/* the stages on cell lists against every cell computed: fp32 rounding
+	 * (a listed row's products are calls of another height) */
+	hw_model_set_full_tail(m, true);
+	CHECK_EQ_INT(hw_model_predict(m, bt, ref, &err), HW_OK);
+	CHECK_EQ_INT(short_lists(m, bt), -1);
+	hw_model_set_full_tail(m, false);
+	CHECK(close_preds(all, ref, B, K, 1e-6, 1e-5));
 	if (ramps)
 	{
 		/* the steps moved enc.cramp.w off zero, and the ramps reach the predictions */
@@ -237,3 +291,107 @@ UNIT_TEST(model_predict_batch_equals_single_timestamp) { check_type_with(HW_ST_T
 UNIT_TEST(model_predict_batch_equals_single_boolean) { check_type_with(HW_ST_BOOLEAN, 0); }
 UNIT_TEST(model_predict_batch_equals_single_categorical) { check_type_with(HW_ST_CATEGORICAL, 0); }
 UNIT_TEST(model_predict_batch_equals_single_count_ramps) { check_type_with(HW_ST_BOOLEAN, 1); }
+
+/* the cells whose output at stage k reaches the target, pair by pair from
+ * the masks of attention.h: need [S] holds those after stage k + 1 and
+ * becomes those after stage k - 1 (an FFN reads its own cell only) */
+static void
+reads_by_pairs(const HwBatch *bt, int b, int kind, uint8_t *need)
+{
+	int            S = bt->S, R = bt->R;
+	const uint8_t *pad = bt->is_padding + (size_t) b * S, *adj = bt->fk_adj + (size_t) b * R * R;
+	const int32_t *col = bt->column_ids + (size_t) b * S;
+	const uint16_t *row = bt->seq_row_ids + (size_t) b * S;
+	uint8_t        was[1024];
+
+	memcpy(was, need, S);
+	for (int i = 0; i < S; i++)
+		for (int j = 0; j < S && was[i]; j++)
+		{
+			bool allowed = kind == 0 ? row[i] == row[j] || adj[row[i] * R + row[j]]    /* outbound */
+				: kind == 1 ? adj[row[j] * R + row[i]] != 0                             /* inbound */
+				: kind == 2 ? col[i] == col[j] : true;                                  /* column, full */
+
+			if (i == j || (allowed && !pad[i] && !pad[j]))
+				need[j] = 1;
+		}
+}
+
+static void
+check_lists(int layers, int full_attention)
+{
+	HwError       err = {0};
+	HwModelConfig c;
+	HwBackend    *be = hw_backend_cpu_create(2, &err);
+	uint16_t     *colt, *catt;
+	HwModel      *m;
+	HwBatch      *bt;
+	int           B = 8, S = 64, A = full_attention ? 4 : 3, nst = layers * (A + 1), listed = 0, short_ones = 0;
+	HwPredictions *pr, *ref;
+	int32_t       cells[64];
+
+	hw_model_config_preset(&c, "tiny", &err);
+	c.d_text = 32;
+	c.seq_len = S;
+	c.batch_size = B;
+	c.n_layers = layers;
+	c.full_attention = full_attention;
+	hw_synth_tables(c.d_text, 3, &colt, &catt);
+	m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+	bt = hw_synth_batch(&(HwSynthSpec){ .B = B, .S = S, .d_text = 32, .target_stype = HW_ST_BOOLEAN, .seed = 3,
+										.pad_frac = 0.2f }, 0);
+	CHECK(m && bt);
+	few_children(bt);
+	pr = hw_predictions_alloc(B, 1);
+	CHECK_EQ_INT(hw_model_predict(m, bt, pr, &err), HW_OK);
+	for (int b = 0; b < B; b++)
+	{
+		uint8_t need[64] = {0};
+		int     t = 0;
+
+		while (!bt->is_target[b * S + t])
+			t++;
+		need[t] = 1;
+		reads_by_pairs(bt, b, A - 1, need);             /* the last attention sublayer */
+		for (int k = nst - 3; k >= 0; k--)
+		{
+			int n = 0, len = hw_model_reach_cells(m, k, b, cells), s = k % (A + 1);
+
+			for (int i = 0; i < S; i++)
+				n += need[i];
+			if (len >= 0)
+			{
+				bool few = 4 * n <= 3 * S;
+
+				listed++;
+				short_ones += len < S;
+				CHECK_MSG(len == (few ? n : S), "stage %d sequence %d: %d cells listed, %d needed", k, b, len, n);
+				for (int i = 0, j = 0; i < S; i++)
+					if (!few || need[i])
+						CHECK_MSG(cells[j++] == b * S + i, "stage %d sequence %d: cell %d not listed", k, b, i);
+			}
+			if (s < A)
+				reads_by_pairs(bt, b, s, need);
+		}
+	}
+	CHECK_MSG(listed > 0, "no stage ran on lists");
+	/* with full attention last every cell is needed from the first stage
+	 * on (the lists are the buffers themselves); without it, the sequences
+	 * with few children have short lists */
+	CHECK_MSG(full_attention ? short_ones == 0 : short_ones > 0, "%d short lists of %d", short_ones, listed);
+	/* and the predictions are those of every cell computed */
+	ref = hw_predictions_alloc(B, 1);
+	hw_model_set_full_tail(m, true);
+	CHECK_EQ_INT(hw_model_predict(m, bt, ref, &err), HW_OK);
+	CHECK(close_preds(pr, ref, B, 0, 1e-6, 1e-5));
+	hw_predictions_free(ref);
+	hw_predictions_free(pr);
+	hw_batch_free(bt);
+	hw_model_free(m);
+	hw_backend_destroy(be);
+	free(colt);
+	free(catt);
+}
+
+UNIT_TEST(model_predict_cell_lists_follow_the_masks) { check_lists(2, 0); check_lists(3, 0); }
+UNIT_TEST(model_predict_cell_lists_full_attention) { check_lists(3, 1); }
