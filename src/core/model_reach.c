@@ -74,16 +74,20 @@ add_reads(ReachSeq *q, HwMaskKind kind)
 		if (q->need[i])
 			q->rows[q->row[i]] = 1;
 	for (int r = 0; r < R; r++)
+	{
+		if (!q->rows[r])
+			continue;
 		for (int p = 0; p < R; p++)
 		{
 			/* OUTBOUND: i reads row(i) and the rows it points at; INBOUND:
 			 * the rows pointing at row(i); FULL: every row */
-			bool out = q->rows[r] && (p == r || q->adj[(int64_t) r * R + p]);
-			bool in = q->rows[r] && q->adj[(int64_t) p * R + r];
+			bool out = p == r || q->adj[(int64_t) r * R + p];
+			bool in = q->adj[(int64_t) p * R + r];
 
 			if (kind == HW_MASK_FULL || (kind == HW_MASK_OUTBOUND ? out : in))
 				q->rows2[p] = 1;
 		}
+	}
 	for (int j = 0; j < S; j++)
 		if (!q->pad[j] && q->rows2[q->row[j]])
 			q->need[j] = 1;
