@@ -7,9 +7,9 @@
  * point at it, its column); an FFN's only on the cell itself.  Walking the
  * stages of the forward backward from the target gives, for each stage, the
  * cells whose output can still reach the prediction.  On the football
- * player task (small preset, S = 256) that is 4 cells after the last
- * layer's first sublayer, 8 before it, 75-125 in the layer below and
- * nearly all 256 only in the first two layers, so the serving forward
+ * player task (small preset, S = 256) the outputs needed are 4 cells in
+ * the last layer, 8 to 75 in the layer below, 125 at the FFN under it and
+ * nearly all 256 further down, so the serving forward
  * (model_infer.c) computes the late stages' queries, gates, output
  * projections and FFNs on those cells alone.  Keys and values stay whole
  * (every cell's): the attention kernels read them by position.
@@ -31,10 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the layers whose stages run on cell lists: the last two (on the football
- * player task the layer below needs half or more of the cells at every
- * stage; a stage on lists whose sequences need all their cells costs its
- * copies and a split projection, a few percent) */
+/* the layers whose stages run on cell lists: the last two.  Below them most
+ * sequences need most of their cells, and a stage on lists that needs them
+ * all still pays a split projection (and copies when some sequence of the
+ * batch is pruned): with three layers two football tasks served faster,
+ * the third and the shop's cell task slower (docs/BENCHMARKS.md). */
 #define REACH_LAYERS 2
 
 /* one sequence's data for the walk (host arrays of the batch) */
