@@ -175,6 +175,40 @@ predict_untrimmed(HwModel *m, HwBackend *be, const HwBatch *bt, HwPredictions *p
 	return rc;
 }
 
+/* The tiny preset for batches of B x S synthetic cells (d_text 32), with
+ * the caller's changes to its config; *colt, *catt: its tables (freed by
+ * the caller) */
+static HwModel *
+tiny_model(HwBackend *be, int B, int S, void (*edit)(HwModelConfig *, int, int), int a1, int a2, uint16_t **colt,
+		   uint16_t **catt)
+{
+	HwError       err = {0};
+	HwModelConfig c;
+
+	hw_model_config_preset(&c, "tiny", &err);
+	c.d_text = 32;
+	c.seq_len = S;
+	c.batch_size = B;
+	edit(&c, a1, a2);
+	hw_synth_tables(c.d_text, 3, colt, catt);
+	return hw_model_create(&c, *colt, HW_SYNTH_NCOLS, *catt, HW_SYNTH_NCAT, be, &err);
+}
+
+static void
+with_ramps(HwModelConfig *c, int ramps, int unused)
+{
+	(void) unused;
+	c->seed = 5;
+	c->count_ramps = ramps ? HW_COUNT_RAMPS_ANCHOR : 0;
+}
+
+static void
+with_layers(HwModelConfig *c, int layers, int full_attention)
+{
+	c->n_layers = layers;
+	c->full_attention = full_attention;
+}
+
 /* ramps: the model has count ramps (HW_COUNT_RAMPS_ANCHOR) and the
  * batch's anchor rows children, so that the compacted ramp cells
  * (model_internal.h) take part */
@@ -182,7 +216,6 @@ static void
 check_type_with(int stype, int ramps)
 {
 	HwError       err = {0};
-	HwModelConfig c;
 	HwBackend    *be = hw_backend_cpu_create(2, &err);
 	uint16_t     *colt, *catt;
 	HwModel      *m;
@@ -193,14 +226,7 @@ check_type_with(int stype, int ramps)
 	float         loss;
 	int           K;
 
-	hw_model_config_preset(&c, "tiny", &err);
-	c.d_text = 32;
-	c.seq_len = S;
-	c.batch_size = B;
-	c.seed = 5;
-	c.count_ramps = ramps ? HW_COUNT_RAMPS_ANCHOR : 0;
-	hw_synth_tables(c.d_text, 3, &colt, &catt);
-	m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+	m = tiny_model(be, B, S, with_ramps, ramps, 0, &colt, &catt);
 	bt = hw_synth_batch(&sp, 0);
 	CHECK(m && bt);
 	if (!m || !bt)
@@ -233,7 +259,7 @@ check_type_with(int stype, int ramps)
 	if (ramps)
 	{
 		/* the steps moved enc.cramp.w off zero, and the ramps reach the predictions */
-		int64_t n = (int64_t) c.d_model * HW_CRAMP_DIM;
+		int64_t n = (int64_t) hw_model_config(m)->d_model * HW_CRAMP_DIM;
 		float  *w = calloc((size_t) n, sizeof(float)), *keep = malloc(sizeof(float) * n);
 
 		CHECK_EQ_INT(hw_model_get_tensor(m, 0, "enc.cramp.w", keep, n, &err), HW_OK);
@@ -321,7 +347,6 @@ static void
 check_lists(int layers, int full_attention)
 {
 	HwError       err = {0};
-	HwModelConfig c;
 	HwBackend    *be = hw_backend_cpu_create(2, &err);
 	uint16_t     *colt, *catt;
 	HwModel      *m;
@@ -330,14 +355,7 @@ check_lists(int layers, int full_attention)
 	HwPredictions *pr, *ref;
 	int32_t       cells[64];
 
-	hw_model_config_preset(&c, "tiny", &err);
-	c.d_text = 32;
-	c.seq_len = S;
-	c.batch_size = B;
-	c.n_layers = layers;
-	c.full_attention = full_attention;
-	hw_synth_tables(c.d_text, 3, &colt, &catt);
-	m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
+	m = tiny_model(be, B, S, with_layers, layers, full_attention, &colt, &catt);
 	bt = hw_synth_batch(&(HwSynthSpec){ .B = B, .S = S, .d_text = 32, .target_stype = HW_ST_BOOLEAN, .seed = 3,
 										.pad_frac = 0.2f }, 0);
 	CHECK(m && bt);
