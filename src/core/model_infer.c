@@ -156,9 +156,44 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 }
 
 /*
+ * Normed rows m->xn of every cell, and the keys and values a->kn, a->v of
+ * attention sublayer s of layer l: for every cell, or, when the stage
+ * before (kin) ran on cell lists, for its listed cells alone (the only ones
+ * this sublayer's queries read), computed on those rows and scattered into
+ * place.  A sequence's rows are its own products either way.
+ */
+static void
+infer_keys_values(HwModel *m, int l, int s, int kin)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->sa[l * m->A + s];
+	SubParams          *p = &m->sp[l * m->A + s];
+	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
+	const int32_t      *off = kin >= m->reach_from ? m->h_reach_off + (int64_t) kin * (m->B + 1) : NULL;
+	const int32_t      *cell = off ? m->d_reach_cell + (int64_t) kin * m->Nmax : NULL;
+	int                 n = off ? off[m->B] : N;
+
+	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	if (n == N)
+	{
+		layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
+		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+		return;
+	}
+	/* [n,4D]: k|v columns of the listed rows; qknorm's q output is scratch */
+	o->gather_rows(be, m->dxn, m->xn, cell, n, D);
+	layer_gemm_cells(m, slot, off, D, 2 * D, D, m->dxn, D, P(p->w4), 0.0f, m->dqkvg + D, 4 * D);
+	o->qknorm_forward(be, m->dqs, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, m->H, m->dh);
+	o->scatter_rows(be, a->kn, m->dkn, cell, n, D);
+	o->scatter_rows(be, a->v, m->dv, cell, n, D);
+}
+
+/*
  * Attention sublayer s of layer l on stage k's cells (model_reach.c) into
- * those rows of xout: every cell's keys and values (the attention reads them
- * by position), the listed cells' query, gate, attention, output projection
+ * those rows of xout: the keys and values of the cells they read (in place:
+ * the attention reads them by position), the listed cells' query, gate,
+ * attention, output projection
  * and gated residual, [n, .] compact, scattered into xout at the end.  The
  * other rows of xout keep older values that no later stage reads.  When
  * every cell is listed the compact rows are the buffers themselves: the
@@ -179,9 +214,7 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 	float              *xn_c = all ? m->xn : m->dxn, *qs_c = m->dqs, *att_c = m->datt, *o_c = m->dO;   /* [n,D] */
 	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* (dxn reused: xn_c is consumed) */
 
-	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
-	layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
-	o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+	infer_keys_values(m, l, s, k - 1);
 	if (!all)
 		o->gather_rows(be, xn_c, m->xn, cell, n, D);
 	layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
@@ -200,9 +233,10 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 
 /*
  * The model's last attention sublayer, into m->dkn [B,D]: only the B target
- * cells' rows reach the heads from here, so every cell gets its keys and
- * values (k|v columns of the projection) but only the target cells get a
- * query, a gate, attention, the output projection and the gated residual.
+ * cells' rows reach the heads from here, so the cells they read get their
+ * keys and values (k|v columns of the projection) but only the target
+ * cells get a query, a gate, attention, the output projection and the
+ * gated residual.
  * Row-wise entries give a target row the bits of the full computation; the
  * GEMMs too in bf16 (a row's bits never depend on the call), in fp32 the
  * target rows' GEMMs are one-row calls (the same whatever the batch).
@@ -219,9 +253,9 @@ infer_last_attention(HwModel *m, int l, int s)
 	float              *tq = m->dqkvg;              /* [B,4D] the targets' [q|k|v|gp] */
 	float              *xnt = m->dxn, *att_t = m->datt, *xin_t = m->dqs, *o_t = m->dO;   /* [B,D] */
 
-	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
 	if (!o->attn_forward_rows)
 	{
+		o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
 		layer_gemm(m, slot, B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
 		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
@@ -230,14 +264,11 @@ infer_last_attention(HwModel *m, int l, int s)
 	}
 	else
 	{
-		/* every cell's k|v [N, 2D] into qkvg's columns D..3D; the q columns
-		 * keep what the buffer held (qknorm's rows are independent and
-		 * only the targets' qs rows, recomputed below, are read) */
-		layer_gemm(m, slot, B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
-		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
-		/* the targets' q and gp from their normed rows, k|v gathered */
+		/* the keys and values of the cells the targets read (every cell's,
+		 * or the last stage list's); then the targets' q and gp from their
+		 * normed rows (tq's k|v columns only feed qknorm's scratch) */
+		infer_keys_values(m, l, s, l * (m->A + 1) + s - 1);
 		o->gather_rows(be, xnt, m->xn, m->d_tidx, B, D);
-		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
 		layer_gemm(m, slot, B, 1, 0, D, D, xnt, D, P(p->w4), 0.0f, tq, 4 * D);
 		layer_gemm(m, slot, B, 1, 3 * D, D, D, xnt, D, P(p->w4), 0.0f, tq + 3 * D, 4 * D);
 		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq; its

@@ -11,8 +11,9 @@
  * the last layer, 8 to 75 in the layer below, 125 at the FFN under it and
  * nearly all 256 further down, so the serving forward
  * (model_infer.c) computes the late stages' queries, gates, output
- * projections and FFNs on those cells alone.  Keys and values stay whole
- * (every cell's): the attention kernels read them by position.
+ * projections and FFNs on those cells alone, and the keys and values on the
+ * cells those read (in place: the attention kernels read them by
+ * position).
  *
  * Stages in forward order: k = l * (A + 1) + s, s < A the attention
  * sublayers (sub_masks), s == A the layer's FFN.  The model's last
@@ -109,11 +110,15 @@ reach_alloc(HwModel *m, HwError *err)
 	if (!m->h_reach_off || !m->h_reach_cell || !m->d_reach_cell)
 		return hw_error_set(err, HW_ERR_NOMEM, "could not allocate the serving forward's cell lists (%zu cells)",
 							ncell);
-	/* a pruned stage writes only its cells' rows of the residual stream; the
-	 * other rows keep older values, which the attention reads with weight
-	 * zero, so they must be finite: zero them once */
+	/* a pruned stage writes only its cells' rows of the residual stream, keys
+	 * and values; the other rows keep older values, which the attention
+	 * weighs by exactly zero, so they must be finite: zero them once */
 	for (int i = 0; i < m->L * m->A; i++)
+	{
 		m->be->ops->memset(m->be, m->sa[i].x_in, 0, sizeof(float) * (size_t) m->Nmax * m->D);
+		m->be->ops->memset(m->be, m->sa[i].kn, 0, sizeof(float) * (size_t) m->Nmax * m->D);
+		m->be->ops->memset(m->be, m->sa[i].v, 0, sizeof(float) * (size_t) m->Nmax * m->D);
+	}
 	for (int l = 0; l < m->L; l++)
 		m->be->ops->memset(m->be, m->fa[l].x_in, 0, sizeof(float) * (size_t) m->Nmax * m->D);
 	m->be->ops->memset(m->be, m->x_final, 0, sizeof(float) * (size_t) m->Nmax * m->D);
