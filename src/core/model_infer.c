@@ -155,6 +155,15 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
 }
 
+/* stage k's cell lists (model_reach.c): *off [B+1] host offsets, the
+ * cells (device) returned */
+static const int32_t *
+stage_cells(const HwModel *m, int k, const int32_t **off)
+{
+	*off = m->h_reach_off + (int64_t) k * (m->B + 1);
+	return m->d_reach_cell + (int64_t) k * m->Nmax;
+}
+
 /*
  * Normed rows m->xn of every cell, and the keys and values a->kn, a->v of
  * attention sublayer s of layer l: for every cell, or, when the stage
@@ -170,9 +179,8 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
 	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
-	const int32_t      *off = kin >= m->reach_from ? m->h_reach_off + (int64_t) kin * (m->B + 1) : NULL;
-	const int32_t      *cell = off ? m->d_reach_cell + (int64_t) kin * m->Nmax : NULL;
-	int                 n = off ? off[m->B] : N;
+	const int32_t      *off = NULL, *cell = kin >= m->reach_from ? stage_cells(m, kin, &off) : NULL;
+	int                 n = cell ? off[m->B] : N;
 
 	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
 	if (n == N)
@@ -207,7 +215,7 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
 	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
-	const int32_t      *off = m->h_reach_off + (int64_t) k * (m->B + 1), *cell = m->d_reach_cell + (int64_t) k * m->Nmax;
+	const int32_t      *off, *cell = stage_cells(m, k, &off);
 	int                 n = off[m->B];
 	bool                all = n == N;      /* every cell listed: the lists are the rows in order, no copies */
 	float              *qg = m->dqkvg;                                   /* [n,4D]: q and gp columns */
@@ -312,7 +320,7 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 	SubAct             *a = &m->fa[l];
 	FfnParams          *p = &m->fp[l];
 	int                 D = m->D, F = m->F;
-	const int32_t      *off = m->h_reach_off + (int64_t) k * (m->B + 1), *cell = m->d_reach_cell + (int64_t) k * m->Nmax;
+	const int32_t      *off, *cell = stage_cells(m, k, &off);
 	int                 n = off[m->B];
 	bool                all = n == m->N;   /* every cell listed: no copies */
 	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* [n,D] */
