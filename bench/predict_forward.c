@@ -3,7 +3,10 @@
  * the training forward used before (hw_model_eval: tape + loss), with the
  * machine's sgemm peak measured first in the same run.
  *
- *   bench/bin/predict_forward [preset] [--rows N] [--threads T] [--rounds R]   default: small, 10000 rows, 2
+ *   bench/bin/predict_forward [preset] [--rows N] [--threads T] [--rounds R] [--batch B] [--variant V]
+ *
+ * Defaults: small, 10000 rows, every thread, 2 rounds, the preset's batch
+ * size, every variant.  --batch sets the sequences per forward call.
  *
  * The serving forward in six variants, alternating over R rounds: fp32 or
  * bf16 layer GEMMs (bf16 only on processors with AVX512_BF16), and the last
@@ -218,7 +221,7 @@ int
 main(int argc, char **argv)
 {
 	const char   *preset = "small";
-	int           rows = 10000, threads = 0, dt = 256, rounds = 2, only = -1;
+	int           rows = 10000, threads = 0, dt = 256, rounds = 2, only = -1, batch = 0;
 	HwError       err = {0};
 	HwModelConfig c;
 	HwBackend    *be;
@@ -238,6 +241,8 @@ main(int argc, char **argv)
 			rounds = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc)
 			only = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+			batch = atoi(argv[++i]);
 		else
 			preset = argv[i];
 	}
@@ -264,6 +269,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	c = *hw_model_config(m);
+	if (batch > 0)
+		c.batch_size = batch;
 	b = hw_synth_batch(&(HwSynthSpec){ .B = c.batch_size, .S = c.seq_len, .d_text = dt,
 									   .target_stype = HW_ST_CATEGORICAL, .seed = 5, .pad_frac = 0.05f }, 0);
 	pr = hw_predictions_alloc(c.batch_size, HW_SYNTH_NCAT);

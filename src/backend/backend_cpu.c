@@ -204,6 +204,7 @@ static const HwBackendOps cpu_ops = {
 	.adamw_update = cpu_adamw_update,
 	.muon_momentum = cpu_muon_momentum,
 	.bf16_usable = cpu_bf16_usable,
+	.bf16_preferred = cpu_bf16_preferred,
 	.bf16_weight_pack = cpu_bf16_weight_pack,
 	.bf16_weight_free = cpu_bf16_weight_free,
 	.gemm_bf16 = cpu_gemm_bf16,

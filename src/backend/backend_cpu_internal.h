@@ -70,4 +70,14 @@ void cpu_loss_forward_backward(HwBackend *be, float *loss, float *dZ, float *dlo
 void cpu_adamw_update(HwBackend *be, float *p, float *m, float *v, const float *grad, size_t n, float gscale, float lr, float b1, float b2, float eps, float wd, int t);
 void cpu_muon_momentum(HwBackend *be, float *u, float *buf, const float *grad, size_t n, float gscale, float mu);
 
+/* Instruction levels of a processor or of an OpenBLAS kernel family. */
+enum { HW_ISA_OLD, HW_ISA_AVX2, HW_ISA_AVX512, HW_ISA_AVX512_BF16 };
+/* backend_cpu_blas.c: the OpenBLAS family (core name) to ask for on a
+ * processor of that level when the family `core` is older; else NULL */
+const char *cpu_blas_better_family(const char *core, int processor);
+/* backend_cpu_blas.c: bf16 products beat OpenBLAS's fp32 kernels `core` on
+ * a processor of this vendor (the rule), and on this machine (the entry) */
+bool cpu_bf16_beats_blas(bool intel, const char *core);
+bool cpu_bf16_preferred(HwBackend *be);
+
 #endif /* HW_BACKEND_CPU_INTERNAL_H */

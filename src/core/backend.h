@@ -267,6 +267,9 @@ typedef struct HwBackendOps
 	 * operations whatever M, the row's place in the call and the thread
 	 * count, so a row's bits depend only on that row of A and on W. */
 	bool  (*bf16_usable)(HwBackend *be);
+	/* Does bf16 beat this backend's fp32 products on this machine (the
+	 * precision `auto` chooses)?  NULL: whenever usable. */
+	bool  (*bf16_preferred)(HwBackend *be);
 	void *(*bf16_weight_pack)(HwBackend *be, const float *W, int N, int K);
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
@@ -315,5 +318,10 @@ void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
 void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
 /* this processor has AVX512_BF16 and this build has the kernels for it */
 bool       hw_backend_cpu_bf16_supported(void);
+/* OpenBLAS's kernel family that the fp32 products run on (its core name,
+ * e.g. "Haswell"); *better, when not NULL, gets the family this processor
+ * could run instead when it is newer (OpenBLAS did not recognise the
+ * processor, or OPENBLAS_CORETYPE asked for older kernels), else NULL. */
+const char *hw_backend_cpu_blas_core(const char **better);
 
 #endif /* HW_BACKEND_H */

@@ -18,6 +18,13 @@ backend_has_bf16(HwBackend *be)
 	return be->ops->bf16_usable && be->ops->bf16_weight_pack && be->ops->gemm_bf16 && be->ops->bf16_usable(be);
 }
 
+/* precision auto: bf16 where it is usable and beats fp32 here */
+static bool
+backend_prefers_bf16(HwBackend *be)
+{
+	return backend_has_bf16(be) && (!be->ops->bf16_preferred || be->ops->bf16_preferred(be));
+}
+
 void
 model_free_packed(HwModel *m)
 {
@@ -73,7 +80,7 @@ hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID,
 							"bf16 inference needs a processor with AVX512_BF16 and the CPU backend (this one: %s); "
 							"use fp32 or auto", m->be->ops->name);
-	if (p == HW_PRECISION_FP32 || (p == HW_PRECISION_AUTO && !can))
+	if (p == HW_PRECISION_FP32 || (p == HW_PRECISION_AUTO && !backend_prefers_bf16(m->be)))
 	{
 		model_free_packed(m);
 		return HW_OK;
@@ -123,7 +130,7 @@ hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID,
 							"training in bf16 needs a processor with AVX512_BF16 and the CPU backend (this one: %s)",
 							be->ops->name);
-	m->train_bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && can);
+	m->train_bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && can && backend_prefers_bf16(be));
 	return HW_OK;
 }
 

@@ -72,10 +72,10 @@ const HwSettingDef hw_settings[] = {
 		  "0: one per CPU of the server; more than it has are clamped to it"),
 	{.name = "train_precision", .type = HW_SETTING_ENUM, .names_of = hw_precision_name, .dflt = HW_PRECISION_AUTO,
 	 .group = HW_GROUP_INFRA, .offset = AT(train_precision), .field = HW_FIELD_I32,
-	 .hint = "train_precision must be \"auto\" (bf16 where the processor has AVX512_BF16, else fp32), \"fp32\" "
-			 "or \"bf16\" (the CPU backend on a processor with AVX512_BF16).",
+	 .hint = "train_precision must be \"auto\" (bf16 where the processor has AVX512_BF16 and it beats the fp32 "
+			 "products, else fp32), \"fp32\" or \"bf16\" (the CPU backend on a processor with AVX512_BF16).",
 	 .what = "the arithmetic of the transformer layers' GEMMs in training on the CPU: bf16 (fp32 accumulation) "
-			 "runs them about twice as fast on a processor with AVX512_BF16"},
+			 "runs them up to twice as fast on a processor with AVX512_BF16"},
 	{.name = "task_weights", .type = HW_SETTING_WEIGHTS, .min = 0, .max = 1000000,
 	 .dflt_text = "sqrt(the task's train seeds) each when several tasks train", .group = HW_GROUP_SCHEDULE,
 	 .field = HW_FIELD_NONE, .what = "relative shares of the batches; absent tasks weigh 1"},

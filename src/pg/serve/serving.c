@@ -647,8 +647,9 @@ hw_weights_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
 }
 
 /* Precision of the served model's layer GEMMs (HwPrecision): auto = bf16
- * on processors with AVX512_BF16 (about twice the fp32 throughput, metrics
- * unchanged to the third digit), fp32 elsewhere. */
+ * on processors with AVX512_BF16 where it beats OpenBLAS's fp32 kernels
+ * (backend_cpu_blas.c; metrics unchanged to the third digit), fp32
+ * elsewhere. */
 static int hw_inference_precision = HW_PRECISION_AUTO;
 static const struct config_enum_entry hw_precision_options[] = {
 	{"auto", HW_PRECISION_AUTO, false},
@@ -765,7 +766,8 @@ hw_serving_guc_init(void)
 							&hw_serving_threads, 0, 0, 1024, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("headwater.inference_precision",
 							 "Arithmetic of the served model's layers: auto, fp32 or bf16.",
-							 "auto (the default): bf16 on processors with AVX512_BF16, fp32 elsewhere; "
+							 "auto (the default): bf16 on processors with AVX512_BF16 where it beats the fp32 "
+							 "products, fp32 elsewhere; "
 							 "fp32: always fp32; bf16: bf16 or an error.",
 							 &hw_inference_precision, HW_PRECISION_AUTO, hw_precision_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);

@@ -239,10 +239,16 @@ begin_run(TrainRun *run)
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	char msg[512];
-	snprintf(msg, sizeof(msg), "training model \"%s\" on %s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
+	char msg[512], arith[96] = "";
+	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
+	const char *better = NULL, *blas = on_cpu ? hw_backend_cpu_blas_core(&better) : NULL;
+
+	if (on_cpu)
+		snprintf(arith, sizeof(arith), ", %s products (OpenBLAS %s kernels)",
+				 hw_precision_name(hw_model_train_precision(run->tr->model)), blas);
+	snprintf(msg, sizeof(msg), "training model \"%s\" on %s%s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
 			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
-			 run->st.model_name, hw_pg_backend_name(run->tr->be), run->st.s.preset, mc->d_model, mc->n_layers,
+			 run->st.model_name, hw_pg_backend_name(run->tr->be), arith, run->st.s.preset, mc->d_model, mc->n_layers,
 			 mc->n_heads, mc->batch_size, mc->seq_len, run->tr->ntasks, run->W, run->A,
 			 run->state_blob ? "resuming" : "starting", (long long) step);
 	SpinLockAcquire(&job->mutex);
@@ -252,6 +258,12 @@ begin_run(TrainRun *run)
 	job->progress_seq++;
 	SpinLockRelease(&job->mutex);
 	ereport(LOG, (errmsg("headwater: %s", msg)));
+	if (better)
+		ereport(LOG,
+				(errmsg("headwater: OpenBLAS runs its %s kernels, older than this processor allows (%s): "
+						"the fp32 products of training and serving run slower than they could", blas, better),
+				 errhint("Start the server with OPENBLAS_CORETYPE=%s in its environment: OpenBLAS does not "
+						 "recognise this processor, or the variable asks for older kernels.", better)));
 }
 
 /* The validation sampler, the prefetcher, the clocks and the time budget. */
