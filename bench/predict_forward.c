@@ -8,12 +8,14 @@
  * Defaults: small, 10000 rows, every thread, 2 rounds, the preset's batch
  * size, every variant.  --batch sets the sequences per forward call.
  *
- * The serving forward in six variants, alternating over R rounds: fp32 or
- * bf16 layer GEMMs (bf16 only on processors with AVX512_BF16), and the last
+ * The serving forward in seven variants, alternating over R rounds: fp32
+ * (on packed weights where the processor has AVX-512) or bf16 layer GEMMs
+ * (bf16 only on processors with AVX512_BF16), and the last
  * attention sublayer whole, on the target cells only, or the last layers
  * on the cells that can reach a target (cell lists, model_reach.c; the
  * share of the listed stages' cells they computed is printed: on these
- * synthetic sequences the anchor has many children, so it is high).
+ * synthetic sequences the anchor has many children, so it is high); the
+ * seventh: fp32 on OpenBLAS's sgemm (no packed weights), with cell lists.
  *
  * Synthetic sequences (synth_batch.h, 5% padding) of the preset's B x S; rows/s
  * counts predicted sequences (one target each).  Prints the forward GEMMs'
@@ -96,6 +98,20 @@ timed_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, con
 	gemm_flop += 2.0 * M * N * K;
 }
 
+static void (*real_gemm_f32_packed)(HwBackend *, int, int, int, const float *, int, const void *, int, float,
+									float *, int);
+
+static void
+timed_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *pk, int n0,
+					  float beta, float *C, int ldc)
+{
+	double t0 = hw_now_ms();
+
+	real_gemm_f32_packed(be, M, N, K, A, lda, pk, n0, beta, C, ldc);
+	gemm_ms += hw_now_ms() - t0;
+	gemm_flop += 2.0 * M * N * K;
+}
+
 static void (*real_rows_batched)(HwBackend *, int, int, int, int, const float *, int, const float *, float,
 								 float *, int);
 
@@ -138,11 +154,13 @@ cpu_ms(void)
  * target-rows tail), on the target cells (attn_forward_cells hidden: the
  * forward before the cell lists), or the last layers on the cells that
  * reach a target (model_reach.c) */
-#define NVARIANT 6
+#define NVARIANT 7
 #define NPRUNE 3
+#define V_OPENBLAS 6    /* fp32 on OpenBLAS blocks (no packed fp32 weights), cell lists */
 static const char *const variant_names[NVARIANT] = {
 	"fp32, last sublayer whole", "fp32, last sublayer on targets", "fp32, last layers on cell lists",
 	"bf16, last sublayer whole", "bf16, last sublayer on targets", "bf16, last layers on cell lists",
+	"fp32 on OpenBLAS, cell lists",
 };
 
 /* the share of the cells that the stages on cell lists computed (1: no
@@ -173,13 +191,14 @@ run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int 
 			double peak)
 {
 	HwError err = {0};
-	bool    bf16 = v >= NPRUNE;
-	int     prune = v % NPRUNE;     /* 0 whole, 1 the last sublayer, 2 cell lists */
+	bool    bf16 = v >= NPRUNE && v != V_OPENBLAS;
+	int     prune = v == V_OPENBLAS ? 2 : v % NPRUNE;     /* 0 whole, 1 the last sublayer, 2 cell lists */
 	HwBackendOps keep = shim_ops;
 	double  t0, c0, ms, cms, cells;
 
 	if (bf16 && !be->ops->bf16_usable(be))
 		return 0;
+	hw_backend_cpu_disable_f32_pack(be, v == V_OPENBLAS);
 	if (hw_model_set_inference_precision(m, bf16 ? HW_PRECISION_BF16 : HW_PRECISION_FP32, &err) != HW_OK)
 	{
 		fprintf(stderr, "%s\n", err.msg);
@@ -286,6 +305,9 @@ main(int argc, char **argv)
 	real_gemm_bf16 = be->ops->gemm_bf16;
 	if (real_gemm_bf16)
 		shim_ops.gemm_bf16 = timed_gemm_bf16;
+	real_gemm_f32_packed = be->ops->gemm_f32_packed;
+	if (real_gemm_f32_packed)
+		shim_ops.gemm_f32_packed = timed_gemm_f32_packed;
 	be->ops = &shim_ops;
 	printf("%s: D=%d H=%d L=%d F=%d, batches of B=%d x S=%d, %d rows, %d threads\n", preset, c.d_model,
 		   c.n_heads, c.n_layers, c.d_ff, c.batch_size, c.seq_len, rows, threads);

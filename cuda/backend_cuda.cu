@@ -109,6 +109,8 @@ hw_cuda_backend_check_table(HwError *err)
 {
 	static const size_t optional[] = { offsetof(HwBackendOps, gemm_rows_batched), offsetof(HwBackendOps, bf16_usable),
 									   offsetof(HwBackendOps, bf16_preferred),
+									   offsetof(HwBackendOps, f32_weight_pack), offsetof(HwBackendOps, f32_weight_free),
+									   offsetof(HwBackendOps, gemm_f32_packed),
 									   offsetof(HwBackendOps, bf16_weight_pack), offsetof(HwBackendOps, bf16_weight_free),
 									   offsetof(HwBackendOps, gemm_bf16), offsetof(HwBackendOps, gemm_bf16_any),
 									   offsetof(HwBackendOps, attn_forward_rows), offsetof(HwBackendOps, attn_forward_cells),

@@ -209,6 +209,9 @@ static const HwBackendOps cpu_ops = {
 	.bf16_weight_free = cpu_bf16_weight_free,
 	.gemm_bf16 = cpu_gemm_bf16,
 	.gemm_bf16_any = cpu_gemm_bf16_any,
+	.f32_weight_pack = cpu_f32_weight_pack,
+	.f32_weight_free = cpu_f32_weight_free,
+	.gemm_f32_packed = cpu_gemm_f32_packed,
 	.attn_forward_rows = cpu_attn_forward_rows,
 	.attn_forward_cells = cpu_attn_forward_cells,
 };
@@ -244,6 +247,12 @@ void
 hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled)
 {
 	((CpuCtx *) be->ctx)->bf16_disabled = disabled;
+}
+
+void
+hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled)
+{
+	((CpuCtx *) be->ctx)->f32pack_disabled = disabled;
 }
 
 void

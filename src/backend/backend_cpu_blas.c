@@ -58,39 +58,41 @@ cpu_blas_better_family(const char *core, int processor)
 }
 
 /*
- * bf16 products (VDPBF16PS: two products per fp32 lane) against OpenBLAS's
- * fp32 sgemm.  On Intel's cores VDPBF16PS issues on one port where the
- * AVX-512 FMA issues on two, so against OpenBLAS's AVX-512 kernels it has
- * the same peak and pays the conversions: rt_predict_table 0.85 times the
- * fp32 rows/s on an Emerald Rapids Xeon (2.4 times faster than the
- * Prescott kernels that OpenBLAS 0.3.21 picks there by itself).  On AMD's
- * Zen 4 both run at one a cycle, and against kernels older than AVX-512
- * the fp32 side has half the width: bf16 wins (1.5 times on small).
+ * bf16 products (VDPBF16PS: two products per fp32 lane) against fp32 ones.
+ * On Intel's cores VDPBF16PS issues on one port where the AVX-512 FMA
+ * issues on two, so against AVX-512 fp32 products it has the same peak and
+ * pays the conversions: on an Emerald Rapids Xeon rt_predict_table served
+ * 0.85 times the fp32 rows/s of OpenBLAS's AVX-512 kernels, and the packed
+ * fp32 kernel (backend_cpu_f32pack.c) ran 2.2 times the bf16 kernel's
+ * GFLOP/s.  On AMD's Zen 4 both run at one a cycle, and against kernels
+ * older than AVX-512 the fp32 side has half the width: bf16 wins (1.5
+ * times on the small preset).
  */
 bool
-cpu_bf16_beats_blas(bool intel, const char *core)
+cpu_bf16_beats_fp32(bool intel, int fp32_level)
 {
-	return !(intel && core_level(core) >= HW_ISA_AVX512);
+	return !(intel && fp32_level >= HW_ISA_AVX512);
 }
 
 bool
-cpu_bf16_preferred(HwBackend *be)
+cpu_bf16_preferred(HwBackend *be, bool packed)
 {
-	static int preferred = -1;      /* per process: the processor and OpenBLAS's kernels do not change */
+	static int intel = -1;      /* per process: the processor does not change */
+	int        level;
 
 	if (!cpu_bf16_usable(be))
 		return false;
-	if (preferred < 0)
+	if (intel < 0)
 	{
-		bool intel = false;
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 		__builtin_cpu_init();
-		intel = __builtin_cpu_is("intel");
+		intel = __builtin_cpu_is("intel") != 0;
+#else
+		intel = 0;
 #endif
-		preferred = cpu_bf16_beats_blas(intel, hw_backend_cpu_blas_core(NULL));
 	}
-	return preferred;
+	level = packed && cpu_f32_packed_usable(be) ? HW_ISA_AVX512 : core_level(hw_backend_cpu_blas_core(NULL));
+	return cpu_bf16_beats_fp32(intel, level);
 }
 
 const char *

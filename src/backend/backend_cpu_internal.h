@@ -25,6 +25,7 @@ typedef struct CpuCtx
 {
 	float  *scratch;               /* partial sums of reductions */
 	size_t  scratch_n;
+	bool    f32pack_disabled;      /* hw_backend_cpu_disable_f32_pack: the served fp32 GEMMs on OpenBLAS */
 	bool    bf16_disabled;         /* hw_backend_cpu_disable_bf16: fp32 even where AVX512_BF16 exists */
 	void   *bpack;                 /* gemm_bf16_any's packed B (64-byte aligned, grown, kept) */
 	size_t  bpack_bytes;
@@ -75,9 +76,17 @@ enum { HW_ISA_OLD, HW_ISA_AVX2, HW_ISA_AVX512, HW_ISA_AVX512_BF16 };
 /* backend_cpu_blas.c: the OpenBLAS family (core name) to ask for on a
  * processor of that level when the family `core` is older; else NULL */
 const char *cpu_blas_better_family(const char *core, int processor);
-/* backend_cpu_blas.c: bf16 products beat OpenBLAS's fp32 kernels `core` on
- * a processor of this vendor (the rule), and on this machine (the entry) */
-bool cpu_bf16_beats_blas(bool intel, const char *core);
-bool cpu_bf16_preferred(HwBackend *be);
+/* backend_cpu_blas.c: bf16 products beat fp32 ones of that instruction
+ * level on a processor of this vendor (the rule), and on this machine
+ * (backend.h bf16_preferred) */
+bool cpu_bf16_beats_fp32(bool intel, int fp32_level);
+bool cpu_bf16_preferred(HwBackend *be, bool packed);
+
+/* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed) */
+bool  cpu_f32_packed_usable(HwBackend *be);
+void *cpu_f32_weight_pack(HwBackend *be, const float *W, int N, int K);
+void  cpu_f32_weight_free(HwBackend *be, void *packed);
+void  cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
+						  float beta, float *C, int ldc);
 
 #endif /* HW_BACKEND_CPU_INTERNAL_H */

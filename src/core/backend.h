@@ -268,12 +268,25 @@ typedef struct HwBackendOps
 	 * count, so a row's bits depend only on that row of A and on W. */
 	bool  (*bf16_usable)(HwBackend *be);
 	/* Does bf16 beat this backend's fp32 products on this machine (the
-	 * precision `auto` chooses)?  NULL: whenever usable. */
-	bool  (*bf16_preferred)(HwBackend *be);
+	 * precision `auto` chooses)?  packed: against the served model's fp32
+	 * products on packed weights (f32_weight_pack, where the backend has
+	 * them), else against its plain fp32 GEMM (training).  NULL: whenever
+	 * usable. */
+	bool  (*bf16_preferred)(HwBackend *be, bool packed);
 	void *(*bf16_weight_pack)(HwBackend *be, const float *W, int N, int K);
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
 					   int n0, float beta, float *C, int ldc);
+	/* The served model's fp32 GEMMs on weights packed once (the CPU backend
+	 * on processors with AVX-512; NULL elsewhere, and f32_weight_pack
+	 * returns NULL where unusable): the same contract as bf16_weight_pack /
+	 * gemm_bf16 with the operands kept in fp32.  Every element of C is the
+	 * same sequence of fp32 FMAs over k in order whatever M, the row's
+	 * place in the call and the thread count. */
+	void *(*f32_weight_pack)(HwBackend *be, const float *W, int N, int K);
+	void  (*f32_weight_free)(HwBackend *be, void *packed);
+	void  (*gemm_f32_packed)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
+							 int n0, float beta, float *C, int ldc);
 	/* Training GEMMs in bf16 (the CPU backend on processors with
 	 * AVX512_BF16; NULL elsewhere): C[M,N] (=, or beta*C +) op(A) @ op(B),
 	 * stored as gemm's (A [M,K] or transA [K,M]; B [K,N] or transB [N,K]),
@@ -316,6 +329,11 @@ void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
 /* disabled: the CPU backend reports bf16 as unusable (bf16_usable false) even
  * on a processor with AVX512_BF16 (tests of the fp32 fallback). */
 void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
+/* disabled: the CPU backend packs no fp32 weights (f32_weight_pack NULL),
+ * so the served model's fp32 GEMMs run on OpenBLAS (tests of that path) */
+void       hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled);
+/* this processor has AVX-512 and this build has the packed fp32 kernels */
+bool       hw_backend_cpu_f32_pack_supported(void);
 /* this processor has AVX512_BF16 and this build has the kernels for it */
 bool       hw_backend_cpu_bf16_supported(void);
 /* OpenBLAS's kernel family that the fp32 products run on (its core name,

@@ -12,8 +12,8 @@
  * when those are few; the first layers stay whole.
  *
  * Precision: the layers' GEMMs in fp32 (OpenBLAS blocks) or, after
- * hw_model_set_inference_precision, in bf16 (model_precision.c); the rest
- * stays fp32.  Every row is computed by the same kernels whatever the other
+ * hw_model_set_inference_precision, on packed weights in fp32 or bf16
+ * (model_precision.c); the rest stays fp32.  Every row is computed by the same kernels whatever the other
  * rows of the batch (the backend's GEMM blocks and row-wise entries), so a
  * sequence's predictions are bit-identical alone or in any batch, in either
  * precision (test_model_infer.c checks it).  On a device backend (CUDA,
@@ -52,23 +52,33 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
 
 /*
  * A transformer layer's GEMM: C[M, N] (=, or += with beta 1) A[M, K] @
- * W[n0:n0+N, :]^T, M = nb*rows rows of stride lda.  With the model's bf16
- * copies (m->pk, hw_model_set_inference_precision) one bf16 call whose every
- * row is computed alike whatever M (backend.h gemm_bf16); else fp32 blocks.
+ * W[n0:n0+N, :]^T, M = nb*rows rows of stride lda.  With the model's packed
+ * copies (m->pk, hw_model_set_inference_precision) one call, bf16 or fp32,
+ * whose every row is computed alike whatever M (backend.h gemm_bf16,
+ * gemm_f32_packed); else fp32 OpenBLAS blocks.
  */
+static void
+packed_gemm(HwModel *m, int slot, int M, int n0, int N, int K, const float *A, int lda, float beta, float *C,
+			int ldc)
+{
+	const HwBackendOps *o = m->be->ops;
+
+	(m->pk_bf16 ? o->gemm_bf16 : o->gemm_f32_packed)(m->be, M, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+}
+
 static void
 layer_gemm(HwModel *m, int slot, int nb, int rows, int n0, int N, int K, const float *A, int lda, const float *W,
 		   float beta, float *C, int ldc)
 {
 	if (m->pk)
-		m->be->ops->gemm_bf16(m->be, nb * rows, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+		packed_gemm(m, slot, nb * rows, n0, N, K, A, lda, beta, C, ldc);
 	else
 		gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
 }
 
 /* layer_gemm on a stage's cell lists (model_reach.c): rows off[b] ..
  * off[b+1] of A are sequence b's cells, one product per sequence (its
- * shape is the sequence's own), or one bf16 call (a row's bits never depend
+ * shape is the sequence's own), or one packed call (a row's bits never depend
  * on the call) */
 static void
 layer_gemm_cells(HwModel *m, int slot, const int32_t *off, int n0, int N, int K, const float *A, int lda,
@@ -77,7 +87,7 @@ layer_gemm_cells(HwModel *m, int slot, const int32_t *off, int n0, int N, int K,
 	const HwBackendOps *o = m->be->ops;
 
 	if (m->pk)
-		o->gemm_bf16(m->be, off[m->B], N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+		packed_gemm(m, slot, off[m->B], n0, N, K, A, lda, beta, C, ldc);
 	else if (o->gemm_rows_ragged)
 		o->gemm_rows_ragged(m->be, m->B, off, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
 	else

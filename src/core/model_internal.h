@@ -163,10 +163,12 @@ struct HwModel
 	HwRng         rng;
 	int64_t       step;
 
-	/* hw_model_set_inference_precision: bf16 copies of the layer weights
-	 * (backend bf16_weight_pack; NULL: fp32), PK_* indexes; the step they
+	/* hw_model_set_inference_precision: packed copies of the layer weights
+	 * (backend bf16_weight_pack or f32_weight_pack; NULL: fp32 on OpenBLAS
+	 * blocks), PK_* indexes; the step they
 	 * were taken at (model_precision.c) */
 	void        **pk;         /* [2*L*A + 2*L] or NULL */
+	bool          pk_bf16;    /* pk holds bf16 copies (else fp32 ones: f32_weight_pack) */
 	bool          train_bf16; /* hw_model_set_train_precision: the layers' GEMMs in bf16 (model_ops.c) */
 	int64_t       pk_step;
 	const float  *pk_params;
@@ -185,8 +187,8 @@ struct HwModel
 int   model_build_params(HwModel *m);
 void  model_init_params(HwModel *m, float *host);
 
-/* model_precision.c: the bf16 copies of the layer weights (PK_* slots of
- * m->pk, NULL: fp32); model_packed_refresh retakes them when the
+/* model_precision.c: the packed copies of the layer weights, bf16 or fp32
+ * (PK_* slots of m->pk, NULL: fp32 on OpenBLAS); model_packed_refresh retakes them when the
  * parameters moved (a training step, an average swap) since they were taken */
 #define PK_W4(m, l, s)  ((2 * ((l) * (m)->A + (s))))
 #define PK_WO(m, l, s)  ((2 * ((l) * (m)->A + (s)) + 1))

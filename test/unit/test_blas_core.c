@@ -42,36 +42,40 @@ UNIT_TEST(test_blas_better_family_table)
 	}
 }
 
-/* bf16 against OpenBLAS's fp32 kernels: only Intel's cores with AVX-512
- * kernels keep fp32 (VDPBF16PS issues on one port there, the FMA on two) */
-UNIT_TEST(test_bf16_beats_blas_rule)
+/* bf16 against fp32 products: only Intel's cores against AVX-512 fp32
+ * keep fp32 (VDPBF16PS issues on one port there, the FMA on two) */
+UNIT_TEST(test_bf16_beats_fp32_rule)
 {
-	CHECK(!cpu_bf16_beats_blas(true, "Cooperlake"));
-	CHECK(!cpu_bf16_beats_blas(true, "SkylakeX"));
-	CHECK(!cpu_bf16_beats_blas(true, "SapphireRapids"));
-	CHECK(cpu_bf16_beats_blas(true, "Prescott"));
-	CHECK(cpu_bf16_beats_blas(true, "Haswell"));
-	CHECK(cpu_bf16_beats_blas(false, "Cooperlake"));
-	CHECK(cpu_bf16_beats_blas(false, "Zen"));
+	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512_BF16));
+	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512));
+	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_OLD));
+	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_AVX2));
+	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX512_BF16));
+	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX2));
 }
 
-/* the backend's entry follows the rule on this machine, and never prefers
- * what it cannot run */
+/* the backend's entry follows the rule on this machine, against the packed
+ * fp32 kernel (AVX-512) or OpenBLAS's kernels, and never prefers what it
+ * cannot run */
 UNIT_TEST(test_bf16_preferred_here)
 {
 	HwError    err = {0};
 	HwBackend *be = hw_backend_cpu_create(1, &err);
-	bool       intel = false;
+	bool       intel = false, avx512 = false;
+	int        blas;
 
 	CHECK(be != NULL);
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 	__builtin_cpu_init();
 	intel = __builtin_cpu_is("intel");
+	avx512 = __builtin_cpu_supports("avx512f");
 #endif
-	CHECK_EQ_INT(be->ops->bf16_preferred(be),
-				 be->ops->bf16_usable(be) && cpu_bf16_beats_blas(intel, hw_backend_cpu_blas_core(NULL)));
+	blas = cpu_blas_better_family(hw_backend_cpu_blas_core(NULL), HW_ISA_AVX512) == NULL ? HW_ISA_AVX512 : HW_ISA_OLD;
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, false), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas));
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, true),
+				 be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, avx512 ? HW_ISA_AVX512 : blas));
 	hw_backend_cpu_disable_bf16(be, true);
-	CHECK(!be->ops->bf16_preferred(be));
+	CHECK(!be->ops->bf16_preferred(be, true) && !be->ops->bf16_preferred(be, false));
 	hw_backend_destroy(be);
 }
 

@@ -200,6 +200,37 @@ predict_untrimmed(HwModel *m, HwBackend *be, const HwBatch *bt, HwPredictions *p
 	return rc;
 }
 
+/* hw_model_predict counting the backend's gemm_f32_packed calls */
+static void (*real_f32_packed)(HwBackend *, int, int, int, const float *, int, const void *, int, float, float *, int);
+static int  f32_packed_calls;
+
+static void
+counting_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
+					float beta, float *C, int ldc)
+{
+	f32_packed_calls++;
+	real_f32_packed(be, M, N, K, A, lda, packed, n0, beta, C, ldc);
+}
+
+static int
+predict_counting_f32(HwModel *m, HwBackend *be, const HwBatch *bt, HwPredictions *pr, int *calls)
+{
+	HwError             err = {0};
+	const HwBackendOps *real = be->ops;
+	HwBackendOps        shim = *real;
+	int                 rc;
+
+	real_f32_packed = real->gemm_f32_packed;
+	if (real_f32_packed)
+		shim.gemm_f32_packed = counting_f32_packed;
+	f32_packed_calls = 0;
+	be->ops = &shim;
+	rc = hw_model_predict(m, bt, pr, &err);
+	be->ops = real;
+	*calls = f32_packed_calls;
+	return rc;
+}
+
 /* The tiny preset for batches of B x S synthetic cells (d_text 32), with
  * the caller's changes to its config; *colt, *catt: its tables (freed by
  * the caller) */
@@ -247,9 +278,9 @@ check_type_with(int stype, int ramps)
 	HwBatch      *bt;
 	int           B = 8, S = 64;
 	HwSynthSpec   sp = { .B = B, .S = S, .d_text = 32, .target_stype = stype, .seed = 11 };
-	HwPredictions *all, *ref, *bf;
+	HwPredictions *all, *ref, *bf, *fp;
 	float         loss;
-	int           K;
+	int           K, calls;
 
 	m = tiny_model(be, B, S, with_ramps, ramps, 0, &colt, &catt);
 	bt = hw_synth_batch(&sp, 0);
@@ -270,6 +301,7 @@ check_type_with(int stype, int ramps)
 	all = hw_predictions_alloc(B, K > 0 ? K : 1);
 	ref = hw_predictions_alloc(B, K > 0 ? K : 1);
 	bf = hw_predictions_alloc(B, K > 0 ? K : 1);
+	fp = hw_predictions_alloc(B, K > 0 ? K : 1);
 	CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_FP32);
 	CHECK_EQ_INT(hw_model_predict(m, bt, all, &err), HW_OK);
 	CHECK_MSG(short_lists(m, bt) > 0, "no stage ran on a short cell list (%d)", short_lists(m, bt));
@@ -308,6 +340,29 @@ check_type_with(int stype, int ramps)
 	CHECK_EQ_INT(hw_model_eval(m, bt, &loss, ref, &err), HW_OK);
 	CHECK(close_preds(all, ref, B, K, 1e-5, 1e-4));
 
+	/* fp32 on packed weights (where the backend packs them: AVX-512), the
+	 * precision fp32 set: batch = single, the trimmed tail exact (a row's
+	 * bits never depend on its call), and within fp32 rounding of the
+	 * OpenBLAS blocks above; elsewhere the blocks' own bits */
+	CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_FP32, &err), HW_OK);
+	CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_FP32);
+	CHECK_EQ_INT(predict_counting_f32(m, be, bt, fp, &calls), HW_OK);
+	if (be->ops->f32_weight_pack && hw_backend_cpu_f32_pack_supported())
+	{
+		CHECK_MSG(calls > 0, "fp32 set, but no GEMM ran on packed weights");
+		CHECK(check_batch_single(m, be, bt, fp, K, "fp32 packed"));
+		CHECK_EQ_INT(predict_untrimmed(m, be, bt, ref), HW_OK);
+		for (int b = 0; b < B; b++)
+			CHECK_MSG(same_bits(fp, b, ref, b, K), "packed fp32 stype %d: sequence %d differs untrimmed", stype, b);
+		CHECK(close_preds(fp, all, B, K, 1e-6, 1e-5));
+	}
+	else
+	{
+		CHECK_EQ_INT(calls, 0);
+		for (int b = 0; b < B; b++)
+			CHECK(same_bits(all, b, fp, b, K));
+	}
+
 	/* bf16 (where the processor has it): batch = single within bf16, the
 	 * trimmed tail exact, and close to fp32 */
 	if (be->ops->bf16_usable(be))
@@ -315,7 +370,7 @@ check_type_with(int stype, int ramps)
 		/* auto: bf16 where it beats this machine's fp32 products */
 		CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_AUTO, &err), HW_OK);
 		CHECK_EQ_INT(hw_model_inference_precision(m),
-					 be->ops->bf16_preferred(be) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
+					 be->ops->bf16_preferred(be, true) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
 		CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_BF16, &err), HW_OK);
 		CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_BF16);
 		CHECK_EQ_INT(hw_model_predict(m, bt, bf, &err), HW_OK);
@@ -329,11 +384,12 @@ check_type_with(int stype, int ramps)
 		CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_FP32, &err), HW_OK);
 		CHECK_EQ_INT(hw_model_predict(m, bt, ref, &err), HW_OK);
 		for (int b = 0; b < B; b++)
-			CHECK(same_bits(all, b, ref, b, K));
+			CHECK(same_bits(fp, b, ref, b, K));
 	}
 	hw_predictions_free(all);
 	hw_predictions_free(ref);
 	hw_predictions_free(bf);
+	hw_predictions_free(fp);
 	hw_batch_free(bt);
 	hw_model_free(m);
 	hw_backend_destroy(be);

@@ -1,0 +1,234 @@
+/*
+ * backend_cpu_f32pack.c: the served model's fp32 GEMMs on packed weights
+ * (backend.h f32_weight_pack, gemm_f32_packed): C[M,N] (= or beta*C +)
+ * A[M,K] @ W[N,K]^T in fp32 on processors with AVX-512.
+ *
+ * Why not OpenBLAS: the serving forward multiplies each sequence's rows by
+ * the same layer weights in its own call (a row's bits must not depend on
+ * its batch, model_infer.c), and OpenBLAS packs both operands at every
+ * call, zeroes C first, and picks its kernels by the processor's model
+ * (a processor newer than the release gets its SSE3 kernels).  Here the
+ * weights are packed once per loaded model and A is read in place: 1.23-
+ * 1.28x OpenBLAS's AVX-512 sgemm on the small preset's shapes, one
+ * thread, and 5.3x its SSE3 kernels (an Emerald Rapids Xeon).
+ *
+ * Layout.  W is packed into panels of 16 output columns: panel q holds,
+ * for every k, the 16 columns' W[n, k] (one zmm), N padded to 16 with
+ * zeros.  A register tile is MR rows x NP panels: per k, NP loads of W,
+ * MR broadcasts of A[i, k], MR*NP FMAs.
+ *
+ * Determinism.  Every element C[i,j] is the same sequence of operations
+ * whatever M, N, the row's place in the call, the tile it falls in or the
+ * thread count: acc = 0, then acc = fma(A[i,k], W[j,k], acc) for k = 0,
+ * 1, ... in order, then the store (with beta: fma(beta, C, acc)).
+ */
+#include "backend/backend_cpu_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PANEL   16                 /* output columns per panel (one zmm) */
+#define MR      6                  /* rows per register tile */
+#define NP      4                  /* panels per register tile: 6 x 4 = 24 accumulators */
+#define ROWBLK  48                 /* rows per task (a multiple of MR) */
+
+typedef struct CpuF32Weight
+{
+	int    N, K, np;               /* np: panels */
+	float *w;                      /* [np][K][PANEL] */
+} CpuF32Weight;
+
+bool
+hw_backend_cpu_f32_pack_supported(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+	return __builtin_cpu_supports("avx512f");
+#else
+	return false;
+#endif
+}
+
+bool
+cpu_f32_packed_usable(HwBackend *be)
+{
+	return !((CpuCtx *) be->ctx)->f32pack_disabled && hw_backend_cpu_f32_pack_supported();
+}
+
+void *
+cpu_f32_weight_pack(HwBackend *be, const float *W, int N, int K)
+{
+	CpuF32Weight *p;
+
+	if (!cpu_f32_packed_usable(be) || N <= 0 || K <= 0 || !(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->N = N;
+	p->K = K;
+	p->np = (N + PANEL - 1) / PANEL;
+	if (posix_memalign((void **) &p->w, 64, sizeof(float) * (size_t) p->np * K * PANEL) != 0)
+	{
+		free(p);
+		return NULL;
+	}
+	for (int q = 0; q < p->np; q++)
+		for (int k = 0; k < K; k++)
+			for (int j = 0; j < PANEL; j++)
+			{
+				int n = q * PANEL + j;
+
+				p->w[((size_t) q * K + k) * PANEL + j] = n < N ? W[(size_t) n * K + k] : 0.0f;
+			}
+	return p;
+}
+
+void
+cpu_f32_weight_free(HwBackend *be, void *packed)
+{
+	CpuF32Weight *p = packed;
+
+	(void) be;
+	if (p)
+		free(p->w);
+	free(p);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+
+/* C[mr rows, np panels] (beta*C +) rows a (stride lda) by panels b (stride
+ * ps): mr and np are constants at every call, so the accumulators stay in
+ * registers; the last panel stores only `lastmask` columns */
+static inline __attribute__((always_inline)) void
+tile(const float *a, int lda, const float *b, size_t ps, int K, int mr, int np, float *C, int ldc, float beta,
+	 __mmask16 lastmask)
+{
+	__m512 acc[MR][NP];
+
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+		for (int j = 0; j < np; j++)
+			acc[i][j] = _mm512_setzero_ps();
+	for (int k = 0; k < K; k++)
+	{
+		__m512 bv[NP];
+
+#pragma GCC unroll 8
+		for (int j = 0; j < np; j++)
+			bv[j] = _mm512_load_ps(b + j * ps + (size_t) k * PANEL);
+#pragma GCC unroll 8
+		for (int i = 0; i < mr; i++)
+		{
+			__m512 av = _mm512_set1_ps(a[(size_t) i * lda + k]);
+
+#pragma GCC unroll 8
+			for (int j = 0; j < np; j++)
+				acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+#pragma GCC unroll 8
+		for (int j = 0; j < np; j++)
+		{
+			float     *c = C + (size_t) i * ldc + j * PANEL;
+			__mmask16  mk = j == np - 1 ? lastmask : (__mmask16) 0xffff;
+			__m512     r = acc[i][j];
+
+			if (beta != 0.0f)
+				r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, c), r);
+			_mm512_mask_storeu_ps(c, mk, r);
+		}
+}
+
+/* the tile for mr (1..MR) rows and np (1..NP) panels */
+#define TILE_NP(MRV)                                                                      \
+	switch (np)                                                                           \
+	{                                                                                     \
+		case 1: tile(a, lda, b, ps, K, MRV, 1, C, ldc, beta, lastmask); break;            \
+		case 2: tile(a, lda, b, ps, K, MRV, 2, C, ldc, beta, lastmask); break;            \
+		case 3: tile(a, lda, b, ps, K, MRV, 3, C, ldc, beta, lastmask); break;            \
+		default: tile(a, lda, b, ps, K, MRV, 4, C, ldc, beta, lastmask); break;           \
+	}
+
+static void
+tile_any(const float *a, int lda, const float *b, size_t ps, int K, int mr, int np, float *C, int ldc, float beta,
+		 __mmask16 lastmask)
+{
+	switch (mr)
+	{
+		case 1: TILE_NP(1) break;
+		case 2: TILE_NP(2) break;
+		case 3: TILE_NP(3) break;
+		case 4: TILE_NP(4) break;
+		case 5: TILE_NP(5) break;
+		default: TILE_NP(6) break;
+	}
+}
+
+/* rows [m0, m0+mb) of C by panels [q_lo, q_hi) (relative to the slice's
+ * first panel q_first) */
+static void
+row_block(const CpuF32Weight *w, int q_first, int N, const float *A, int lda, float beta, float *C, int ldc, int m0,
+		  int mb, int q_lo, int q_hi)
+{
+	size_t ps = (size_t) w->K * PANEL;
+
+	for (int q0 = q_lo; q0 < q_hi; q0 += NP)
+	{
+		int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
+		int       lastcols = N - (q0 + np - 1) * PANEL;
+		__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
+
+		for (int i0 = 0; i0 < mb; i0 += MR)
+			tile_any(A + (size_t) (m0 + i0) * lda, lda, w->w + (q_first + q0) * ps, ps, w->K,
+					 mb - i0 < MR ? mb - i0 : MR, np, C + (size_t) (m0 + i0) * ldc + q0 * PANEL, ldc, beta, lastmask);
+	}
+}
+
+#pragma GCC pop_options
+
+/* C[M, N] (= or beta*C +) A @ columns [n0, n0 + N) of the packed w: tasks
+ * of ROWBLK rows, and when rows alone give the team too little work, also
+ * of column chunks (whole panel groups; an element's sum is the same
+ * whichever task computes it) */
+void
+cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
+					float beta, float *C, int ldc)
+{
+	const CpuF32Weight *w = packed;
+	int                 nblk, nt = cpu_nthreads(be), npan, ngroups, nchunk = 1, gper, ntask;
+
+	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
+		return;
+	nblk = (M + ROWBLK - 1) / ROWBLK;
+	npan = (N + PANEL - 1) / PANEL;
+	ngroups = (npan + NP - 1) / NP;
+	while (nblk * nchunk < 4 * nt && nchunk < ngroups)
+		nchunk++;
+	gper = (ngroups + nchunk - 1) / nchunk;
+	ntask = nblk * nchunk;
+	if (nt > ntask)
+		nt = ntask;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
+	for (int k = 0; k < ntask; k++)
+	{
+		int blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP;
+
+		if (g0 < npan)
+			row_block(w, n0 / PANEL, N, A, lda, beta, C, ldc, blk * ROWBLK,
+					  M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK, g0, g1 < npan ? g1 : npan);
+	}
+}
+#else
+void
+cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
+					float beta, float *C, int ldc)
+{
+	/* never called: cpu_f32_weight_pack returns NULL without AVX-512 */
+}
+#endif
