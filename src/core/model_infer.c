@@ -94,6 +94,17 @@ layer_gemm_cells(HwModel *m, int slot, const int32_t *off, int n0, int N, int K,
 		o->gemm(m->be, false, true, off[m->B], N, K, 1.0f, A, lda, W + (size_t) n0 * K, K, beta, C, ldc);
 }
 
+/* e [B*S, D] += a side feature's rows A [B*S, K] @ W[D, K]^T: on the
+ * weight's fp32 pack (one call, a row's bits its own) or per sequence */
+static void
+side_gemm(HwModel *m, int side, int K, const float *A, int64_t w_off)
+{
+	if (m->pk_side[side])
+		m->be->ops->gemm_f32_packed(m->be, m->B * m->S, m->D, K, A, K, m->pk_side[side], 0, 1.0f, m->e, m->D);
+	else
+		gemm_blocks(m, m->B, m->S, m->D, K, A, K, P(w_off), 1.0f, m->e, m->D);
+}
+
 /* projected tables [ncols|Uc|U, D], the encoder e [N,D] with its side
  * features, and the first residual stream rms(e) */
 static void
@@ -101,7 +112,7 @@ infer_encoder(HwModel *m)
 {
 	HwBackend          *be = m->be;
 	const HwBackendOps *o = be->ops;
-	int                 D = m->D, Dt = m->Dt, N = m->N, B = m->B;
+	int                 D = m->D, Dt = m->Dt, N = m->N;
 	float              *x;
 
 	o->gemm(be, false, true, m->ncols, D, Dt, 1.0f, m->col_table, Dt, P(m->o_col_w), Dt, 0.0f, m->colproj, D);
@@ -129,11 +140,11 @@ infer_encoder(HwModel *m)
 		o->encoder_forward(be, m->e, &in, &w, N, D);
 	}
 	if (m->o_ts_rel >= 0)
-		gemm_blocks(m, B, m->S, D, HW_REL_TIME_DIM, m->d_trel, HW_REL_TIME_DIM, P(m->o_ts_rel), 1.0f, m->e, D);
+		side_gemm(m, PK_SIDE_TREL, HW_REL_TIME_DIM, m->d_trel, m->o_ts_rel);
 	if (m->o_link >= 0)
-		gemm_blocks(m, B, m->S, D, HW_LINK_DIM, m->d_link, HW_LINK_DIM, P(m->o_link), 1.0f, m->e, D);
+		side_gemm(m, PK_SIDE_LINK, HW_LINK_DIM, m->d_link, m->o_link);
 	if (m->o_cnt >= 0)
-		gemm_blocks(m, B, m->S, D, HW_CNT_DIM, m->d_cnt, HW_CNT_DIM, P(m->o_cnt), 1.0f, m->e, D);
+		side_gemm(m, PK_SIDE_CNT, HW_CNT_DIM, m->d_cnt, m->o_cnt);
 	if (m->o_cramp >= 0 && m->n_cramp > 0)
 	{
 		/* the compacted cells (model_internal.h), one block each: a cell's

@@ -169,6 +169,7 @@ struct HwModel
 	 * were taken at (model_precision.c) */
 	void        **pk;         /* [2*L*A + 2*L] or NULL */
 	bool          pk_bf16;    /* pk holds bf16 copies (else fp32 ones: f32_weight_pack) */
+	void         *pk_side[3]; /* with pk, fp32 packs of enc.ts_rel.w, enc.link.w, enc.cnt.w (PK_SIDE_*) or NULL */
 	bool          train_bf16; /* hw_model_set_train_precision: the layers' GEMMs in bf16 (model_ops.c) */
 	int64_t       pk_step;
 	const float  *pk_params;
@@ -194,6 +195,10 @@ void  model_init_params(HwModel *m, float *host);
 #define PK_WO(m, l, s)  ((2 * ((l) * (m)->A + (s)) + 1))
 #define PK_WGU(m, l)    ((2 * (m)->L * (m)->A + 2 * (l)))
 #define PK_W2(m, l)     ((2 * (m)->L * (m)->A + 2 * (l) + 1))
+#define PK_SIDE_TREL 0  /* m->pk_side slots */
+#define PK_SIDE_LINK 1
+#define PK_SIDE_CNT  2
+#define PK_SIDES     3
 int    model_packed_refresh(HwModel *m, HwError *err);
 void   model_free_packed(HwModel *m);
 

@@ -46,10 +46,28 @@ free_packs(HwBackend *be, void **pk, int n, bool bf16)
 void
 model_free_packed(HwModel *m)
 {
+	for (int i = 0; i < PK_SIDES; i++)
+	{
+		if (m->pk_side[i])
+			m->be->ops->f32_weight_free(m->be, m->pk_side[i]);
+		m->pk_side[i] = NULL;
+	}
 	if (!m->pk)
 		return;
 	free_packs(m->be, m->pk, 2 * m->L * m->A + 2 * m->L, m->pk_bf16);
 	m->pk = NULL;
+}
+
+/* fp32 packs of the encoder's side-feature projections (PK_SIDE_*), those
+ * the model has; a NULL slot (absent, or out of memory) stays on OpenBLAS */
+static void
+pack_sides(HwModel *m)
+{
+	const int64_t offs[PK_SIDES] = {m->o_ts_rel, m->o_link, m->o_cnt};
+	const int     dims[PK_SIDES] = {HW_REL_TIME_DIM, HW_LINK_DIM, HW_CNT_DIM};
+
+	for (int i = 0; i < PK_SIDES; i++)
+		m->pk_side[i] = offs[i] >= 0 ? m->be->ops->f32_weight_pack(m->be, P(offs[i]), m->D, dims[i]) : NULL;
 }
 
 /* the packed copies of the current parameters, in bf16 or fp32, all or
@@ -98,6 +116,7 @@ pack_layers(HwModel *m, bool bf16, HwError *err)
 	model_free_packed(m);
 	m->pk = pk;
 	m->pk_bf16 = bf16;
+	pack_sides(m);
 	m->pk_step = m->step;
 	m->pk_params = m->params;
 	return HW_OK;
