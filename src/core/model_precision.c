@@ -4,8 +4,9 @@
  * weights (w4, wo, wgu, w2: ~all of the forward's GEMM work) packed once
  * by the backend, in bf16 (backend.h bf16_weight_pack) or in fp32
  * (f32_weight_pack, where the backend has it; else the fp32 GEMMs run on
- * OpenBLAS blocks), read by model_infer.c's GEMMs.  The encoder,
- * attention, norms and heads stay fp32 on OpenBLAS.
+ * OpenBLAS blocks), read by model_infer.c's GEMMs; and, with either, fp32
+ * packs of the encoder's side-feature projections.  Attention, norms, the
+ * table projections and the heads stay fp32 as in training.
  * And the training GEMMs' precision (hw_model_set_train_precision): a flag
  * model_ops.c reads; their weights change every step, so the backend packs
  * them per product (gemm_bf16_any).
@@ -67,7 +68,8 @@ pack_sides(HwModel *m)
 	const int     dims[PK_SIDES] = {HW_REL_TIME_DIM, HW_LINK_DIM, HW_CNT_DIM};
 
 	for (int i = 0; i < PK_SIDES; i++)
-		m->pk_side[i] = offs[i] >= 0 ? m->be->ops->f32_weight_pack(m->be, P(offs[i]), m->D, dims[i]) : NULL;
+		m->pk_side[i] = offs[i] >= 0 && backend_has_f32_pack(m->be) ?
+			m->be->ops->f32_weight_pack(m->be, P(offs[i]), m->D, dims[i]) : NULL;
 }
 
 /* the packed copies of the current parameters, in bf16 or fp32, all or
