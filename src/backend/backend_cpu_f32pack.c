@@ -8,9 +8,11 @@
  * its batch, model_infer.c), and OpenBLAS packs both operands at every
  * call, zeroes C first, and picks its kernels by the processor's model
  * (a processor newer than the release gets its SSE3 kernels).  Here the
- * weights are packed once per loaded model and A is read in place: 1.23-
- * 1.28x OpenBLAS's AVX-512 sgemm on the small preset's shapes, one
- * thread, and 5.3x its SSE3 kernels (an Emerald Rapids Xeon).
+ * weights are packed once per loaded model and A is read in place.  The
+ * small preset's serving forward on two cores of an Emerald Rapids Xeon
+ * (bench/bin/predict_forward, variants 2 and 6): its GEMMs at 262-270
+ * GFLOP/s, against 186-194 on OpenBLAS's AVX-512 kernels and 43-51 on the
+ * SSE3 kernels OpenBLAS picks there by itself.
  *
  * Layout.  W is packed into panels of 16 output columns: panel q holds,
  * for every k, the 16 columns' W[n, k] (one zmm), N padded to 16 with
