@@ -62,9 +62,9 @@ cpu_blas_better_family(const char *core, int processor)
  * On Intel's cores VDPBF16PS issues on one port where the AVX-512 FMA
  * issues on two, so against AVX-512 fp32 products it has the same peak and
  * pays the conversions: on an Emerald Rapids Xeon rt_predict_table served
- * 0.85 times the fp32 rows/s of OpenBLAS's AVX-512 kernels, and the packed
- * fp32 kernel (backend_cpu_f32pack.c) ran 2.2 times the bf16 kernel's
- * GFLOP/s.  On AMD's Zen 4 both run at one a cycle, and against kernels
+ * 0.81-0.90 times the fp32 rows/s of OpenBLAS's AVX-512 kernels, and the
+ * packed fp32 kernel (backend_cpu_f32pack.c) ran the serving GEMMs at 1.7
+ * times the bf16 kernel's GFLOP/s (bench/bin/predict_forward).  On AMD's Zen 4 both run at one a cycle, and against kernels
  * older than AVX-512 the fp32 side has half the width: bf16 wins (1.5
  * times on the small preset).
  */
