@@ -131,6 +131,8 @@ cpu_bf16_weight_free(HwBackend *be, void *packed)
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
+#include "backend/backend_cpu_tile.h"
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
 
@@ -215,44 +217,14 @@ tile(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstride,
 				acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
 		}
 	}
-#pragma GCC unroll 8
-	for (int i = 0; i < mr; i++)
-#pragma GCC unroll 8
-		for (int j = 0; j < np; j++)
-		{
-			float     *c = C + (size_t) i * ldc + j * PANEL;
-			__mmask16  mk = j == np - 1 ? lastmask : (__mmask16) 0xffff;
-			__m512     r = acc[i][j];
-
-			if (beta != 0.0f)
-				r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, c), r);
-			_mm512_mask_storeu_ps(c, mk, r);
-		}
+	tile_store(acc, mr, np, C, ldc, beta, lastmask);
 }
-
-/* the tile for mr (1..MR) rows and np (1..NP) panels */
-#define TILE_NP(MRV)                                                                          \
-	switch (np)                                                                               \
-	{                                                                                         \
-		case 1: tile(a, rs, ps, b, pstride, kp, MRV, 1, C, ldc, beta, lastmask); break;       \
-		case 2: tile(a, rs, ps, b, pstride, kp, MRV, 2, C, ldc, beta, lastmask); break;       \
-		case 3: tile(a, rs, ps, b, pstride, kp, MRV, 3, C, ldc, beta, lastmask); break;       \
-		default: tile(a, rs, ps, b, pstride, kp, MRV, 4, C, ldc, beta, lastmask); break;      \
-	}
 
 static void
 tile_any(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstride, int kp, int mr, int np,
 		 float *C, int ldc, float beta, __mmask16 lastmask)
 {
-	switch (mr)
-	{
-		case 1: TILE_NP(1) break;
-		case 2: TILE_NP(2) break;
-		case 3: TILE_NP(3) break;
-		case 4: TILE_NP(4) break;
-		case 5: TILE_NP(5) break;
-		default: TILE_NP(6) break;
-	}
+	TILE_SWITCH(tile, (a, rs, ps, b, pstride, kp), mr, np, (C, ldc, beta, lastmask))
 }
 
 /* One task of a product: rows [m0, m0+mb) of C by panels [q_lo, q_hi) of
