@@ -13,7 +13,8 @@
  *
  * Precision: the layers' GEMMs in fp32 (OpenBLAS blocks) or, after
  * hw_model_set_inference_precision, on packed weights in fp32 or bf16
- * (model_precision.c); the rest stays fp32.  Every row is computed by the same kernels whatever the other
+ * (model_precision.c); the rest stays fp32.  Every row is computed by the
+ * same kernels whatever the other
  * rows of the batch (the backend's GEMM blocks and row-wise entries), so a
  * sequence's predictions are bit-identical alone or in any batch, in either
  * precision (test_model_infer.c checks it).  On a device backend (CUDA,
