@@ -4,9 +4,12 @@
  * machine's sgemm peak measured first in the same run.
  *
  *   bench/bin/predict_forward [preset] [--rows N] [--threads T] [--rounds R] [--batch B] [--variant V]
+ *                             [--f32-avx2]
  *
  * Defaults: small, 10000 rows, every thread, 2 rounds, the preset's batch
- * size, every variant.  --batch sets the sequences per forward call.
+ * size, every variant.  --batch sets the sequences per forward call;
+ * --f32-avx2 runs the packed fp32 kernel's AVX2 build on an AVX-512
+ * processor (to compare it with OpenBLAS's AVX2 kernels there).
  *
  * The serving forward in seven variants, alternating over R rounds: fp32
  * (on packed weights where the processor has AVX-512) or bf16 layer GEMMs
@@ -23,6 +26,7 @@
  * peak.  Sampling and SQL are not included (bench/serving.sh measures those).
  */
 #include "core/backend.h"
+#include "backend/backend_cpu_internal.h"
 #include "core/model.h"
 #include "synth_batch.h"
 #include "core/tape.h"
@@ -262,6 +266,8 @@ main(int argc, char **argv)
 			only = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
 			batch = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--f32-avx2") == 0)
+			cpu_f32_packed_force_avx2(true);
 		else
 			preset = argv[i];
 	}

@@ -1,7 +1,7 @@
 /*
  * backend_cpu_f32pack.c: the served model's fp32 GEMMs on packed weights
  * (backend.h f32_weight_pack, gemm_f32_packed): C[M,N] (= or beta*C +)
- * A[M,K] @ W[N,K]^T in fp32 on processors with AVX-512.
+ * A[M,K] @ W[N,K]^T in fp32 on processors with AVX-512, or AVX2 and FMA.
  *
  * Why not OpenBLAS: the serving forward multiplies each sequence's rows by
  * the same layer weights in its own call (a row's bits must not depend on
@@ -17,12 +17,14 @@
  * Layout.  W is packed into panels of 16 output columns: panel q holds,
  * for every k, the 16 columns' W[n, k] (one zmm), N padded to 16 with
  * zeros.  A register tile is MR rows x NP panels: per k, NP loads of W,
- * MR broadcasts of A[i, k], MR*NP FMAs.
+ * MR broadcasts of A[i, k], MR*NP FMAs (AVX2: MR2 rows x one panel, as
+ * two ymm).
  *
  * Determinism.  Every element C[i,j] is the same sequence of operations
  * whatever M, N, the row's place in the call, the tile it falls in or the
- * thread count: acc = 0, then acc = fma(A[i,k], W[j,k], acc) for k = 0,
- * 1, ... in order, then the store (with beta: fma(beta, C, acc)).
+ * thread count, and whichever of the two instruction sets runs it: acc =
+ * 0, then acc = fma(A[i,k], W[j,k], acc) for k = 0, 1, ... in order, then
+ * the store (with beta: fma(beta, C, acc)).
  */
 #include "backend/backend_cpu_internal.h"
 
@@ -34,7 +36,7 @@
 #define PANEL   16                 /* output columns per panel (one zmm) */
 #define MR      6                  /* rows per register tile */
 #define NP      4                  /* panels per register tile: 6 x 4 = 24 accumulators */
-#define ROWBLK  48                 /* rows per task (a multiple of MR) */
+#define ROWBLK  48                 /* rows per task (a multiple of MR and MR2) */
 
 typedef struct CpuF32Weight
 {
@@ -42,11 +44,31 @@ typedef struct CpuF32Weight
 	float *w;                      /* [np][K][PANEL] */
 } CpuF32Weight;
 
+/* the kernels' instruction sets: AVX-512 (a panel per zmm), else AVX2 +
+ * FMA (a panel per two ymm); the same FMA chain per element either way */
+static bool force_avx2;
+
+void
+cpu_f32_packed_force_avx2(bool on)
+{
+	force_avx2 = on;
+}
+
+static bool
+use_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+	return !force_avx2 && __builtin_cpu_supports("avx512f");
+#else
+	return false;
+#endif
+}
+
 bool
 hw_backend_cpu_f32_pack_supported(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-	return __builtin_cpu_supports("avx512f");
+	return __builtin_cpu_supports("avx512f") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
 #else
 	return false;
 #endif
@@ -166,6 +188,89 @@ row_block(const CpuF32Weight *w, int q_first, int N, const float *A, int lda, fl
 
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+#define MR2 6                      /* AVX2: rows per register tile, one panel (two ymm) wide: 12 accumulators */
+
+/* ymm lanes below n on */
+static inline __m256i
+lanes_below(int n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* C[mr rows, one panel] (beta*C +) rows a by the panel b, the panel's
+ * first `cols` columns stored (AVX2: the panel's two halves in two ymm) */
+static inline __attribute__((always_inline)) void
+tile2(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc, float beta, int cols)
+{
+	__m256  acc[MR2][2];
+	__m256i m0 = lanes_below(cols), m1 = lanes_below(cols - 8);
+
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+	for (int k = 0; k < K; k++)
+	{
+		__m256 b0 = _mm256_load_ps(b + (size_t) k * PANEL), b1 = _mm256_load_ps(b + (size_t) k * PANEL + 8);
+
+#pragma GCC unroll 8
+		for (int i = 0; i < mr; i++)
+		{
+			__m256 av = _mm256_broadcast_ss(a + (size_t) i * lda + k);
+
+			acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+			acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < mr; i++)
+		for (int h = 0; h < 2; h++)
+		{
+			float  *c = C + (size_t) i * ldc + 8 * h;
+			__m256i mk = h ? m1 : m0;
+			__m256  r = acc[i][h];
+
+			if (beta != 0.0f)
+				r = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mk), r);
+			_mm256_maskstore_ps(c, mk, r);
+		}
+}
+
+static void
+tile2_any(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc, float beta, int cols)
+{
+	switch (mr)
+	{
+		case 1: tile2(a, lda, b, K, 1, C, ldc, beta, cols); break;
+		case 2: tile2(a, lda, b, K, 2, C, ldc, beta, cols); break;
+		case 3: tile2(a, lda, b, K, 3, C, ldc, beta, cols); break;
+		case 4: tile2(a, lda, b, K, 4, C, ldc, beta, cols); break;
+		case 5: tile2(a, lda, b, K, 5, C, ldc, beta, cols); break;
+		default: tile2(a, lda, b, K, 6, C, ldc, beta, cols); break;
+	}
+}
+
+/* row_block's AVX2 twin: panel by panel */
+static void
+row_block2(const CpuF32Weight *w, int q_first, int N, const float *A, int lda, float beta, float *C, int ldc, int m0,
+		   int mb, int q_lo, int q_hi)
+{
+	size_t ps = (size_t) w->K * PANEL;
+
+	for (int q = q_lo; q < q_hi; q++)
+	{
+		int cols = N - q * PANEL < PANEL ? N - q * PANEL : PANEL;
+
+		for (int i0 = 0; i0 < mb; i0 += MR2)
+			tile2_any(A + (size_t) (m0 + i0) * lda, lda, w->w + (q_first + q) * ps, w->K, mb - i0 < MR2 ? mb - i0 : MR2,
+					  C + (size_t) (m0 + i0) * ldc + q * PANEL, ldc, beta, cols);
+	}
+}
+
+#pragma GCC pop_options
+
 /* C[M, N] (= or beta*C +) A @ columns [n0, n0 + N) of the packed w: tasks
  * of ROWBLK rows, and when rows alone give the team too little work, also
  * of column chunks (whole panel groups; an element's sum is the same
@@ -176,6 +281,8 @@ cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda,
 {
 	const CpuF32Weight *w = packed;
 	int                 nblk, nt = cpu_nthreads(be), npan, ngroups, nchunk = 1, gper, ntask;
+	void              (*block_fn)(const CpuF32Weight *, int, int, const float *, int, float, float *, int, int, int,
+								  int, int);
 
 	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
 		return;
@@ -188,14 +295,15 @@ cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda,
 	ntask = nblk * nchunk;
 	if (nt > ntask)
 		nt = ntask;
+	block_fn = use_avx512() ? row_block : row_block2;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
 	for (int k = 0; k < ntask; k++)
 	{
 		int blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP;
 
 		if (g0 < npan)
-			row_block(w, n0 / PANEL, N, A, lda, beta, C, ldc, blk * ROWBLK,
-					  M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK, g0, g1 < npan ? g1 : npan);
+			block_fn(w, n0 / PANEL, N, A, lda, beta, C, ldc, blk * ROWBLK,
+					 M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK, g0, g1 < npan ? g1 : npan);
 	}
 }
 #else
@@ -203,6 +311,6 @@ void
 cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
 					float beta, float *C, int ldc)
 {
-	/* never called: cpu_f32_weight_pack returns NULL without AVX-512 */
+	/* never called: cpu_f32_weight_pack returns NULL without AVX-512 or AVX2 */
 }
 #endif

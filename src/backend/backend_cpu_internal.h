@@ -84,6 +84,7 @@ bool cpu_bf16_preferred(HwBackend *be, bool packed);
 
 /* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed) */
 bool  cpu_f32_packed_usable(HwBackend *be);
+void  cpu_f32_packed_force_avx2(bool on);    /* tests: the AVX2 kernel on an AVX-512 processor */
 void *cpu_f32_weight_pack(HwBackend *be, const float *W, int N, int K);
 void  cpu_f32_weight_free(HwBackend *be, void *packed);
 void  cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,

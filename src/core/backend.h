@@ -277,9 +277,9 @@ typedef struct HwBackendOps
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
 					   int n0, float beta, float *C, int ldc);
-	/* The served model's fp32 GEMMs on weights packed once (the CPU backend
-	 * on processors with AVX-512; NULL elsewhere, and f32_weight_pack
-	 * returns NULL where unusable): the same contract as bf16_weight_pack /
+	/* The served model's fp32 GEMMs on weights packed once (the CPU
+	 * backend; f32_weight_pack returns NULL where the processor has neither
+	 * AVX-512 nor AVX2 and FMA): the same contract as bf16_weight_pack /
 	 * gemm_bf16 with the operands kept in fp32.  Every element of C is the
 	 * same sequence of fp32 FMAs over k in order whatever M, the row's
 	 * place in the call and the thread count. */
@@ -332,7 +332,7 @@ void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
 /* disabled: the CPU backend packs no fp32 weights (f32_weight_pack NULL),
  * so the served model's fp32 GEMMs run on OpenBLAS (tests of that path) */
 void       hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled);
-/* this processor has AVX-512 and this build has the packed fp32 kernels */
+/* this processor has AVX-512, or AVX2 and FMA, for the packed fp32 kernels */
 bool       hw_backend_cpu_f32_pack_supported(void);
 /* this processor has AVX512_BF16 and this build has the kernels for it */
 bool       hw_backend_cpu_bf16_supported(void);

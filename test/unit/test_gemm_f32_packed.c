@@ -7,6 +7,7 @@
  */
 #include "unit.h"
 #include "core/backend.h"
+#include "backend/backend_cpu_internal.h"
 #include "bf16_ref.h"
 
 #include <math.h>
@@ -76,7 +77,8 @@ check_shape(HwBackend *be, int M, int Nw, int n0, int N, int K, int lda)
 	return ok;
 }
 
-UNIT_TEST(test_gemm_f32_packed_against_reference)
+static void
+against_reference(void)
 {
 	HwBackend *be = packed_backend(2);
 	static const int shapes[][6] = {   /* M, packed N, n0, N, K, lda */
@@ -95,7 +97,8 @@ UNIT_TEST(test_gemm_f32_packed_against_reference)
 
 /* row r of a 200-row call equals the same row computed alone (M = 1) and
  * in a 7-row call at another place, with 1 and 2 threads: bit for bit */
-UNIT_TEST(test_gemm_f32_packed_row_independent)
+static void
+row_independent(void)
 {
 	HwBackend *be = packed_backend(2);
 	int        M = 200, N = 80, K = 96;
@@ -135,7 +138,69 @@ UNIT_TEST(test_gemm_f32_packed_row_independent)
 	hw_backend_destroy(be);
 }
 
-/* disabled (or without AVX-512): no packs, so the model keeps OpenBLAS */
+static bool
+has_avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* the processor's widest kernel, then the AVX2 one (where it runs) */
+UNIT_TEST(test_gemm_f32_packed_against_reference)
+{
+	against_reference();
+	cpu_f32_packed_force_avx2(true);
+	if (has_avx2())
+		against_reference();
+	cpu_f32_packed_force_avx2(false);
+}
+
+UNIT_TEST(test_gemm_f32_packed_row_independent)
+{
+	row_independent();
+	cpu_f32_packed_force_avx2(true);
+	if (has_avx2())
+		row_independent();
+	cpu_f32_packed_force_avx2(false);
+}
+
+/* the AVX-512 and AVX2 kernels: the same FMA chain per element, so the
+ * same bits (on a processor that has both) */
+UNIT_TEST(test_gemm_f32_packed_same_bits_across_isas)
+{
+	HwBackend *be = packed_backend(2);
+	int        M = 37, N = 200, K = 131;
+	uint64_t   seed = 3;
+	float     *A, *W, *C512, *C2;
+	void      *pk;
+
+	if (!be || !__builtin_cpu_supports("avx512f"))
+	{
+		hw_backend_destroy(be);
+		return;
+	}
+	A = malloc(sizeof(float) * M * K);
+	W = malloc(sizeof(float) * N * K);
+	C512 = malloc(sizeof(float) * M * N);
+	C2 = malloc(sizeof(float) * M * N);
+	for (int i = 0; i < M * K; i++)
+		A[i] = frand(&seed);
+	for (int i = 0; i < N * K; i++)
+		W[i] = frand(&seed);
+	for (int i = 0; i < M * N; i++)
+		C512[i] = C2[i] = frand(&seed);
+	pk = be->ops->f32_weight_pack(be, W, N, K);
+	CHECK(pk != NULL);
+	be->ops->gemm_f32_packed(be, M, N - 16, K, A, K, pk, 16, 1.0f, C512, N);
+	cpu_f32_packed_force_avx2(true);
+	be->ops->gemm_f32_packed(be, M, N - 16, K, A, K, pk, 16, 1.0f, C2, N);
+	cpu_f32_packed_force_avx2(false);
+	CHECK(memcmp(C512, C2, sizeof(float) * M * N) == 0);
+	be->ops->f32_weight_free(be, pk);
+	free(A); free(W); free(C512); free(C2);
+	hw_backend_destroy(be);
+}
+
+/* disabled (or without AVX-512 and AVX2): no packs, so the model keeps OpenBLAS */
 UNIT_TEST(test_gemm_f32_packed_disable)
 {
 	HwError    err = {0};
