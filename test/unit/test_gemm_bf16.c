@@ -17,6 +17,7 @@
 #include "unit.h"
 #include "core/backend.h"
 #include "bf16_ref.h"
+#include "packed_gemm_check.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -106,45 +107,14 @@ UNIT_TEST(test_gemm_bf16_against_reference)
 	hw_backend_destroy(be);
 }
 
-/* row r of a 200-row call equals the same row computed alone (M = 1), in a
- * 7-row call at another place, with 1 and 2 threads: bit for bit */
+/* a row's bits alone and in other calls (packed_gemm_check.h) */
 UNIT_TEST(test_gemm_bf16_row_independent)
 {
 	HwBackend *be = bf16_backend(2);
-	int        M = 200, N = 80, K = 96;
-	uint64_t   seed = 7;
-	float     *A, *W, *C, *c1 = malloc(sizeof(float) * 7 * N);
-	void      *pk;
 
 	if (!be)
-	{
-		free(c1);
 		return;
-	}
-	A = malloc(sizeof(float) * M * K);
-	W = malloc(sizeof(float) * N * K);
-	C = malloc(sizeof(float) * M * N);
-	for (int i = 0; i < M * K; i++)
-		A[i] = frand(&seed);
-	for (int i = 0; i < N * K; i++)
-		W[i] = frand(&seed);
-	pk = be->ops->bf16_weight_pack(be, W, N, K);
-	CHECK(pk != NULL);
-	be->ops->gemm_bf16(be, M, N, K, A, K, pk, 0, 0.0f, C, N);
-	hw_backend_cpu_set_threads(be, 1);
-	for (int r = 0; r < M; r += 13)
-	{
-		be->ops->gemm_bf16(be, 1, N, K, A + (size_t) r * K, K, pk, 0, 0.0f, c1, N);
-		CHECK_MSG(memcmp(c1, C + (size_t) r * N, sizeof(float) * N) == 0, "row %d alone differs", r);
-		if (r >= 3 && r + 4 <= M)
-		{
-			be->ops->gemm_bf16(be, 7, N, K, A + (size_t) (r - 3) * K, K, pk, 0, 0.0f, c1, N);
-			CHECK_MSG(memcmp(c1 + 3 * N, C + (size_t) r * N, sizeof(float) * N) == 0, "row %d in a 7-row call differs",
-					  r);
-		}
-	}
-	be->ops->bf16_weight_free(be, pk);
-	free(A); free(W); free(C); free(c1);
+	check_packed_rows_independent(be, be->ops->bf16_weight_pack, be->ops->gemm_bf16, be->ops->bf16_weight_free);
 	hw_backend_destroy(be);
 }
 

@@ -261,7 +261,7 @@ begin_run(TrainRun *run)
 	if (better)
 		ereport(LOG,
 				(errmsg("headwater: OpenBLAS runs its %s kernels, older than this processor allows (%s): "
-						"the fp32 products of training and serving run slower than they could", blas, better),
+						"training's fp32 products run slower than they could", blas, better),
 				 errhint("Start the server with OPENBLAS_CORETYPE=%s in its environment: OpenBLAS does not "
 						 "recognise this processor, or the variable asks for older kernels.", better)));
 }
