@@ -42,6 +42,7 @@ typedef struct AttnWork
 	float *P, *dS;		/* [T][T] one tile pair */
 	uint8_t *qsel;		/* [Sp] forward with a query list: the listed ones (zero between calls) */
 	int   *tile_n;		/* [nt] forward with a query list: listed queries per tile (zero between calls) */
+	uint8_t *ktile_need;	/* [nt] forward with a query list: the key tiles they visit (zero between calls) */
 } AttnWork;
 
 /*

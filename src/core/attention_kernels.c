@@ -23,9 +23,9 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
 	 * and clears only those */
 	size_t  total = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
-	size_t  marks = total;     /* then the query list's marks: Sp bytes, nt ints */
+	size_t  marks = total;     /* then the query list's marks: Sp bytes, nt ints, nt bytes */
 
-	total += (Sp + 3) / 4 + (size_t) nt;
+	total += (Sp + 3) / 4 + (size_t) nt + ((size_t) nt + 3) / 4;
 	float  *buf;
 
 	memset(w, 0, sizeof(*w));
@@ -42,6 +42,7 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	w->lse = buf + 4 * n;
 	w->qsel = (uint8_t *) (buf + marks);
 	w->tile_n = (int *) (buf + marks + (Sp + 3) / 4);
+	w->ktile_need = (uint8_t *) (w->tile_n + nt);
 	if (backward)
 	{
 		w->rowv = w->lse + Sp;

@@ -130,6 +130,30 @@ tile_sum(const float *x)
  * loops, not memcpy: rows are only dh floats, and the copies get the vector
  * width of the build.  Pads of the buffers (dims >= dh) stay 0.
  */
+/* unaligned vectors of the build's width, for row copies */
+typedef float vfu __attribute__((vector_size(VW * 4), aligned(4)));
+
+/* dst[0 .. n) = src[0 .. n): whole vectors, then single floats (a plain
+ * loop here stays scalar: GCC cannot prove the rows apart) */
+static inline __attribute__((always_inline)) void
+row_copy(float *restrict dst, const float *restrict src, int n)
+{
+	int d = 0;
+
+	for (; d + VW <= n; d += VW)
+		*(vfu *) (dst + d) = *(const vfu *) (src + d);
+	for (; d < n; d++)
+		dst[d] = src[d];
+}
+
+/* column p % T of a K^T tile kd [dhp][T] = the key row kr [dh] */
+static inline __attribute__((always_inline)) void
+kt_column(float *restrict kd, const float *restrict kr, int dh)
+{
+	for (int d = 0; d < dh; d++)
+		kd[d * T] = kr[d];
+}
+
 /* forward gathers in one pass over the original order: Q (q NULL: none), V
  * rows and K^T tiles */
 static inline __attribute__((always_inline)) void
@@ -141,16 +165,29 @@ gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 	{
 		int64_t off = ((int64_t) i * H + h) * dh;
 		int     p = iperm[i];
-		float  *qd = Q + (int64_t) p * dhp, *vd = V + (int64_t) p * dhp;
-		float  *kd = KT + (int64_t) (p / T) * dhp * T + (p % T);
 
-		for (int d = 0; q && d < dh; d++)
-			qd[d] = q[off + d];
-		for (int d = 0; d < dh; d++)
-			vd[d] = v[off + d];
-		for (int d = 0; d < dh; d++)
-			kd[d * T] = k[off + d];
+		if (q)
+			row_copy(Q + (int64_t) p * dhp, q + off, dh);
+		row_copy(V + (int64_t) p * dhp, v + off, dh);
+		kt_column(KT + (int64_t) (p / T) * dhp * T + (p % T), k + off, dh);
 	}
+}
+
+/* the forward of listed queries: V rows and K^T tiles of the key tiles
+ * marked in need [nt] alone (the only ones their visited pairs read), in
+ * permuted order (perm: permuted position -> original index) */
+static inline __attribute__((always_inline)) void
+gather_fwd_tiles(float *restrict KT, float *restrict V, const float *restrict k, const float *restrict v,
+				 const int32_t *perm, const uint8_t *need, int S, int nt, int H, int h, int dh, int dhp)
+{
+	for (int kt = 0; kt < nt; kt++)
+		for (int p = kt * T; need[kt] && p < S && p < kt * T + T; p++)
+		{
+			int64_t off = ((int64_t) perm[p] * H + h) * dh;
+
+			row_copy(V + (int64_t) p * dhp, v + off, dh);
+			kt_column(KT + (int64_t) kt * dhp * T + (p % T), k + off, dh);
+		}
 }
 
 /* backward gathers in one pass: Q, K, dO rows, K^T and V^T tiles, and per
@@ -172,17 +209,11 @@ gather_bwd(float *restrict Q, float *restrict K, float *restrict KT, float *rest
 		float  *vtd = VT + (int64_t) (p / T) * dhp * T + (p % T);
 		float   acc = 0.0f;
 
-		for (int d = 0; d < dh; d++)
-		{
-			qd[d] = q[off + d];
-			kd[d] = k[off + d];
-			gd[d] = dout[off + d];
-		}
-		for (int d = 0; d < dh; d++)
-		{
-			ktd[d * T] = k[off + d];
-			vtd[d * T] = v[off + d];
-		}
+		row_copy(qd, q + off, dh);
+		row_copy(kd, k + off, dh);
+		row_copy(gd, dout + off, dh);
+		kt_column(ktd, k + off, dh);
+		kt_column(vtd, v + off, dh);
 		for (int d = 0; d < dh; d++)
 			acc += out[off + d] * dout[off + d];
 		Dl[p] = acc;
@@ -195,13 +226,7 @@ scatter_rows(float *restrict x, const float *restrict xp, const int32_t *iperm,
 			 int S, int H, int h, int dh, int dhp)
 {
 	for (int i = 0; i < S; i++)
-	{
-		float       *dst = x + ((int64_t) i * H + h) * dh;
-		const float *src = xp + (int64_t) iperm[i] * dhp;
-
-		for (int d = 0; d < dh; d++)
-			dst[d] = src[d];
-	}
+		row_copy(x + ((int64_t) i * H + h) * dh, xp + (int64_t) iperm[i] * dhp, dh);
 }
 
 /* lanes c .. c + VW - 1 of s[jj] = a . m_jj over one tile (mt [dhp][T],
@@ -277,7 +302,8 @@ fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *
 /* Forward of one (b, h) (attention_internal.h).  With a list of queries
  * the same loops skip the other queries (and the query tiles holding none
  * of them), so a listed row runs the very instructions of the full
- * forward. */
+ * forward; only the key tiles those query tiles visit are gathered (the
+ * other buffers' rows keep stale values that nothing reads). */
 void
 HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							float *out, float *lse, const float *q, const float *k, const float *v,
@@ -288,18 +314,28 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
 	uint8_t       *sel = w->qsel;     /* [Sp] by permuted position: a listed query */
 	int           *tile_n = w->tile_n; /* [nt] listed queries per query tile */
+	uint8_t       *kneed = w->ktile_need; /* [nt] key tiles they visit */
 	float          mrow[T], lrow[T];
 
-	gather_fwd(Q, KT, V, only ? NULL : q, k, v, iperm, S, H, h, dh, dhp);
 	for (int i = 0; only && i < n_only; i++)
 	{
 		int p = iperm[only[i] - b * S];
 
 		sel[p] = 1;
 		tile_n[p / T]++;
-		for (int d = 0; d < dh; d++)
-			Q[(int64_t) p * dhp + d] = q[(int64_t) i * D + h * dh + d];
+		row_copy(Q + (int64_t) p * dhp, q + (int64_t) i * D + h * dh, dh);
 	}
+	if (only)
+	{
+		/* the key tiles that the listed queries' tiles visit */
+		for (int qt = 0; qt < nt; qt++)
+			for (int64_t pr = plan->qptr[(int64_t) b * nt + qt]; tile_n[qt] && pr < plan->qptr[(int64_t) b * nt + qt + 1];
+				 pr++)
+				kneed[plan->ktile[pr]] = 1;
+		gather_fwd_tiles(KT, V, k, v, plan->perm + (int64_t) b * S, kneed, S, nt, H, h, dh, dhp);
+	}
+	else
+		gather_fwd(Q, KT, V, q, k, v, iperm, S, H, h, dh, dhp);
 
 	for (int qt = 0; qt < nt; qt++)
 	{
@@ -346,11 +382,11 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 		{
 			int p = iperm[only[i] - b * S];
 
-			for (int d = 0; d < dh; d++)
-				out[(int64_t) i * D + h * dh + d] = O[(int64_t) p * dhp + d];
+			row_copy(out + (int64_t) i * D + h * dh, O + (int64_t) p * dhp, dh);
 			sel[p] = 0;
 			tile_n[p / T] = 0;
 		}
+		memset(kneed, 0, nt);
 		return;
 	}
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
