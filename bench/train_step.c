@@ -2,7 +2,7 @@
  * bench/train_step.c: training-step speed of the CPU backend.
  *
  *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
- *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail]
+ *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail] [--f32-blas]
  *   bench/bin/train_step --gemm-shapes     (one-thread sgemm on the backend's block shapes)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
@@ -21,6 +21,8 @@
  * with bf16 the GEMM share below counts only the fp32 products left).
  * --full-tail: the last layer's tail on every cell, not only the target
  * cells (hw_model_set_full_tail: the step before the tail was pruned).
+ * --f32-blas: the fp32 products on OpenBLAS, not on the backend's own
+ * kernel (hw_backend_cpu_disable_f32_pack), to compare the two.
  * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
  * figures (the benchmark itself does not touch the environment).
  */
@@ -119,7 +121,7 @@ main(int argc, char **argv)
 {
 	const char *presets[8];
 	const char *precision = "fp32";
-	bool        full_tail = false;
+	bool        full_tail = false, f32_blas = false;
 	int         np = 0, steps = 3, threads = 0, layers = 0, tape = 0, dt = 256;
 	double      ema = 0;
 	const char *sets[16];
@@ -145,6 +147,8 @@ main(int argc, char **argv)
 			precision = argv[++i];
 		else if (strcmp(argv[i], "--full-tail") == 0)
 			full_tail = true;
+		else if (strcmp(argv[i], "--f32-blas") == 0)
+			f32_blas = true;
 		else if (strcmp(argv[i], "--gemm-shapes") == 0)
 		{
 			gemm_shapes();
@@ -175,6 +179,9 @@ main(int argc, char **argv)
 		HwModelConfig c;
 		HwBackend    *be = hw_backend_cpu_create(threads, &err);
 		uint16_t     *colt, *catt;
+
+		if (be)
+			hw_backend_cpu_disable_f32_pack(be, f32_blas);
 		HwModel      *m;
 		HwSynthSpec   sp;
 		HwBatch      *b;
@@ -332,9 +339,10 @@ main(int argc, char **argv)
 			}
 			att_flop = 7.0 * 2.0 * (double) pairs * D * c.n_layers;
 		}
-		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads, training GEMMs in %s, last layer's tail on %s\n",
+		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads, training GEMMs in %s%s, last layer's tail on %s\n",
 			   presets[pi], D, c.n_heads, c.n_layers, c.batch_size, c.seq_len, F, threads,
-			   hw_precision_name(hw_model_train_precision(m)), full_tail ? "every cell" : "the target cells");
+			   hw_precision_name(hw_model_train_precision(m)), f32_blas ? " (fp32 on OpenBLAS)" : "",
+			   full_tail ? "every cell" : "the target cells");
 		printf("  step %.1f ms, %.0f tokens/s\n", best, N / (best / 1e3));
 		if (hw_model_has_ema(m))
 		{

@@ -1,9 +1,12 @@
 /*
- * backend_cpu.c: the CPU backend (backend.h): OpenBLAS sgemm + OpenMP.
+ * backend_cpu.c: the CPU backend (backend.h): our fp32 GEMM kernel
+ * (backend_cpu_f32pack.c) or OpenBLAS sgemm, and OpenMP.
  *
- * Determinism whatever the thread count: OpenBLAS is set to one thread and
- * every GEMM is cut by this file into blocks whose size depends only on the
- * shapes (rows of C when C is tall, else columns); each block is one
+ * Determinism whatever the thread count: our kernel computes every element
+ * of C by one fixed chain of FMAs, whichever thread runs it.  OpenBLAS
+ * (processors with neither AVX-512 nor AVX2 and FMA, or the kernel
+ * disabled) is set to one thread and every GEMM is cut by
+ * backend_cpu_gemm.c into blocks whose size depends only on the shapes (rows of C when C is tall, else columns); each block is one
  * single-threaded sgemm call, so every element of C is computed by the same
  * code with the same summation order however many threads share the blocks.
  * (OpenBLAS's own threading splits K differently per thread count and is not
@@ -51,6 +54,26 @@ cpu_scratch(HwBackend *be, size_t n)
 		c->scratch_n = c->scratch ? n : 0;
 	}
 	return c->scratch;
+}
+
+void *
+cpu_bpack(HwBackend *be, size_t bytes)
+{
+	CpuCtx *c = be->ctx;
+
+	if (c->bpack_bytes < bytes)
+	{
+		void *p = NULL;
+
+		free(c->bpack);
+		c->bpack = NULL;
+		c->bpack_bytes = 0;
+		if (posix_memalign(&p, 64, bytes) != 0)
+			return NULL;
+		c->bpack = p;
+		c->bpack_bytes = bytes;
+	}
+	return c->bpack;
 }
 
 /* ---------------------------------------------------------------- memory */

@@ -217,7 +217,7 @@ tile(const uint16_t *a, size_t rs, size_t ps, const uint16_t *b, size_t pstride,
 				acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
 		}
 	}
-	tile_store(acc, mr, np, C, ldc, beta, lastmask);
+	tile_store(acc, mr, np, C, ldc, 1.0f, beta, lastmask);
 }
 
 static void
@@ -354,25 +354,6 @@ cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const
 				C[(size_t) i * ldc + j] = NAN;
 }
 
-/* the context's packed-B buffer of at least `bytes`, 64-byte aligned */
-static uint16_t *
-bpack_buffer(CpuCtx *c, size_t bytes)
-{
-	if (c->bpack_bytes < bytes)
-	{
-		void *p = NULL;
-
-		free(c->bpack);
-		c->bpack = NULL;
-		c->bpack_bytes = 0;
-		if (posix_memalign(&p, 64, bytes) != 0)
-			return NULL;
-		c->bpack = p;
-		c->bpack_bytes = bytes;
-	}
-	return c->bpack;
-}
-
 bool
 cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
 				  const float *B, int ldb, float beta, float *C, int ldc)
@@ -382,7 +363,7 @@ cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, 
 
 	if (!cpu_bf16_usable(be) || M <= 0 || N <= 0 || K <= 0)
 		return false;
-	if (!(w.w = bpack_buffer(be->ctx, (size_t) w.np * w.kp * PANEL * 2 * sizeof(uint16_t))))
+	if (!(w.w = cpu_bpack(be, (size_t) w.np * w.kp * PANEL * 2 * sizeof(uint16_t))))
 		return false;
 	if (transB)
 		pack_panels(w.w, B, ldb, 1, N, K, w.kp, w.np, nt);

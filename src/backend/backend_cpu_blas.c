@@ -1,20 +1,23 @@
 /*
- * backend_cpu_blas.c: which of OpenBLAS's kernel families the CPU backend's
- * fp32 products run on, whether the processor could run a faster one, and
- * whether bf16 products beat them (what precision `auto` chooses).
+ * backend_cpu_blas.c: which kernels the CPU backend's fp32 products run
+ * on, and whether bf16 products beat them (what precision `auto`
+ * chooses).
  *
- * A DYNAMIC_ARCH OpenBLAS picks its kernels when it loads, from the
- * processor's model or from OPENBLAS_CORETYPE.  A processor newer than the
- * OpenBLAS release gets a generic family: OpenBLAS 0.3.21 (Debian 12) runs
- * its SSE3 "Prescott" kernels on an Emerald Rapids Xeon, where its AVX-512
- * "Cooperlake" kernels take a small-preset fp32 training step in 686 ms
- * instead of 1,798 (docs/BENCHMARKS.md).  The choice cannot be changed once OpenBLAS is
- * loaded, so the server's environment has to: this file only detects the
- * case, and the training job says it in its log line.
+ * The products run on the backend's own kernel (backend_cpu_f32pack.c)
+ * wherever the processor has AVX-512, or AVX2 and FMA; elsewhere on
+ * OpenBLAS.  A DYNAMIC_ARCH OpenBLAS picks its kernels when it loads, from
+ * the processor's model or from OPENBLAS_CORETYPE, and a processor newer
+ * than the release gets a generic family: OpenBLAS 0.3.21 (Debian 12) runs
+ * its SSE3 "Prescott" kernels on an Emerald Rapids Xeon, where a
+ * small-preset fp32 training step took 1,956-2,635 ms on them against
+ * 785-840 ms on the own kernel (docs/BENCHMARKS.md).  That is why the
+ * products no longer depend on OpenBLAS where the processor has the
+ * instructions.
  */
 #include "backend/backend_cpu_internal.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <string.h>
 
 /* OpenBLAS's own names, in its DYNAMIC_ARCH tables */
@@ -49,12 +52,24 @@ processor_level(void)
 	return HW_ISA_OLD;
 }
 
-const char *
-cpu_blas_better_family(const char *core, int processor)
+/* the instruction level of the backend's fp32 products */
+static int
+f32_level(HwBackend *be)
 {
-	static const char *const name_of_level[] = {NULL, "Haswell", "SkylakeX", "Cooperlake"};
+	if (cpu_f32_packed_usable(be))
+		return processor_level() >= HW_ISA_AVX512 ? HW_ISA_AVX512 : HW_ISA_AVX2;
+	return core_level(hw_backend_cpu_blas_core());
+}
 
-	return processor > core_level(core) ? name_of_level[processor] : NULL;
+const char *
+hw_backend_cpu_f32_kernels(HwBackend *be)
+{
+	static char buf[96];
+
+	if (cpu_f32_packed_usable(be))
+		return f32_level(be) >= HW_ISA_AVX512 ? "own AVX-512 kernel" : "own AVX2 kernel";
+	snprintf(buf, sizeof(buf), "OpenBLAS %s kernels", hw_backend_cpu_blas_core());
+	return buf;
 }
 
 /*
@@ -63,10 +78,11 @@ cpu_blas_better_family(const char *core, int processor)
  * issues on two, so against AVX-512 fp32 products it has the same peak and
  * pays the conversions: on an Emerald Rapids Xeon rt_predict_table served
  * 0.81-0.90 times the fp32 rows/s of OpenBLAS's AVX-512 kernels, and the
- * packed fp32 kernel (backend_cpu_f32pack.c) ran the serving GEMMs at 1.7
- * times the bf16 kernel's GFLOP/s (bench/bin/predict_forward).  On AMD's Zen 4 both run at one a cycle, and against kernels
- * older than AVX-512 the fp32 side has half the width: bf16 wins (1.5
- * times on the small preset).
+ * own fp32 kernel (backend_cpu_f32pack.c) ran the serving GEMMs at 1.7
+ * times the bf16 kernel's GFLOP/s (bench/bin/predict_forward), and trained
+ * at 1.2 times bf16's steps/s.  On AMD's Zen 4 both run at one a cycle,
+ * and against kernels older than AVX-512 the fp32 side has half the width:
+ * bf16 wins (1.5 times on the small preset).
  */
 bool
 cpu_bf16_beats_fp32(bool intel, int fp32_level)
@@ -75,10 +91,9 @@ cpu_bf16_beats_fp32(bool intel, int fp32_level)
 }
 
 bool
-cpu_bf16_preferred(HwBackend *be, bool packed)
+cpu_bf16_preferred(HwBackend *be)
 {
 	static int intel = -1;      /* per process: the processor does not change */
-	int        level;
 
 	if (!cpu_bf16_usable(be))
 		return false;
@@ -91,18 +106,13 @@ cpu_bf16_preferred(HwBackend *be, bool packed)
 		intel = 0;
 #endif
 	}
-	level = packed && cpu_f32_packed_usable(be) ? HW_ISA_AVX512 : core_level(hw_backend_cpu_blas_core(NULL));
-	return cpu_bf16_beats_fp32(intel, level);
+	return cpu_bf16_beats_fp32(intel, f32_level(be));
 }
 
 const char *
-hw_backend_cpu_blas_core(const char **better)
+hw_backend_cpu_blas_core(void)
 {
 	const char *core = openblas_get_corename();
 
-	if (core == NULL)
-		core = "unknown";
-	if (better)
-		*better = cpu_blas_better_family(core, processor_level());
-	return core;
+	return core ? core : "unknown";
 }

@@ -1,30 +1,37 @@
 /*
- * backend_cpu_f32pack.c: the served model's fp32 GEMMs on packed weights
- * (backend.h f32_weight_pack, gemm_f32_packed): C[M,N] (= or beta*C +)
- * A[M,K] @ W[N,K]^T in fp32 on processors with AVX-512, or AVX2 and FMA.
+ * backend_cpu_f32pack.c: the CPU backend's fp32 GEMMs on packed B
+ * operands, on processors with AVX-512, or AVX2 and FMA.  The served
+ * model packs its weights once (backend.h f32_weight_pack,
+ * gemm_f32_packed: C[M,N] (= or beta*C +) A[M,K] @ W[N,K]^T); every other
+ * fp32 product of the backend (cpu_gemm: training's, the optimiser's)
+ * packs its B per call (cpu_gemm_f32_any), a few percent of the product's
+ * time at the training shapes.
  *
  * Why not OpenBLAS: the serving forward multiplies each sequence's rows by
  * the same layer weights in its own call (a row's bits must not depend on
  * its batch, model_infer.c), and OpenBLAS packs both operands at every
  * call, zeroes C first, and picks its kernels by the processor's model
- * (a processor newer than the release gets its SSE3 kernels).  Here the
- * weights are packed once per loaded model and A is read in place.  The
- * small preset's serving forward on two cores of an Emerald Rapids Xeon
- * (bench/bin/predict_forward, variants 2 and 6): its GEMMs at 262-270
- * GFLOP/s, against 186-194 on OpenBLAS's AVX-512 kernels and 43-51 on the
- * SSE3 kernels OpenBLAS picks there by itself.
+ * (a processor newer than the release gets its SSE3 kernels).  Here B is
+ * packed once per loaded model or once per product, and A is read in
+ * place.  The small preset's serving forward on two cores of an Emerald
+ * Rapids Xeon (bench/bin/predict_forward, variants 2 and 6): its GEMMs at
+ * 262-270 GFLOP/s, against 186-194 on OpenBLAS's AVX-512 kernels and 43-51
+ * on the SSE3 kernels OpenBLAS picks there by itself.
  *
- * Layout.  W is packed into panels of 16 output columns: panel q holds,
- * for every k, the 16 columns' W[n, k] (one zmm), N padded to 16 with
- * zeros.  A register tile is MR rows x NP panels: per k, NP loads of W,
- * MR broadcasts of A[i, k], MR*NP FMAs (AVX2: MR2 rows x one panel, as
- * two ymm).
+ * Layout.  B is packed into panels of 16 output columns: panel q holds,
+ * for every k, the 16 columns' B[k, n] (one zmm), N padded to 16 with
+ * zeros.  A register tile is MR rows x NP panels: per k, NP loads of B,
+ * MR broadcasts of A[i, k] (A stored [M, K], or [K, M] when transposed),
+ * MR*NP FMAs (AVX2: MR2 rows x one panel, as two ymm).
  *
  * Determinism.  Every element C[i,j] is the same sequence of operations
- * whatever M, N, the row's place in the call, the tile it falls in or the
+ * whatever M, the row's place in the call, the tile it falls in or the
  * thread count, and whichever of the two instruction sets runs it: acc =
- * 0, then acc = fma(A[i,k], W[j,k], acc) for k = 0, 1, ... in order, then
- * the store (with beta: fma(beta, C, acc)).
+ * 0, then acc = fma(A[i,k], B[k,j], acc) for k = 0, 1, ... in order, then
+ * the store (alpha * acc, then with beta: fma(beta, C, that)).  A product
+ * with K above F32_KWHOLE sums K in blocks of F32_KBLK, each block so and
+ * added to C in order (the block size keeps a panel group's share of B,
+ * 128 x 4 panels x 64 bytes, in L1 across a task's rows).
  */
 #include "backend/backend_cpu_internal.h"
 
@@ -32,17 +39,41 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else
+#define omp_get_thread_num() 0
+#endif
 
 #define PANEL   16                 /* output columns per panel (one zmm) */
 #define MR      6                  /* rows per register tile */
 #define NP      4                  /* panels per register tile: 6 x 4 = 24 accumulators */
 #define ROWBLK  48                 /* rows per task (a multiple of MR and MR2) */
+#define ROWBLK_LONG 288            /* at most, when K is long (below) */
 
 typedef struct CpuF32Weight
 {
 	int    N, K, np;               /* np: panels */
 	float *w;                      /* [np][K][PANEL] */
 } CpuF32Weight;
+
+/* One product C[M, N] (= or beta*C +) op(A) @ B of the kernels: B's
+ * panels (panel q's 16 columns at row k from panels + q*ps + k*bks: packed
+ * [np][K][PANEL], or B itself stored [K, N]: ps 16, bks its row stride;
+ * the first panel q_first), A[i, k] at A[i*rs + k*ks], K summed in blocks
+ * of kblk. */
+typedef struct F32Product
+{
+	const float *panels;
+	size_t       ps, bks;
+	int          q_first, N, K, kblk;
+	int          mblk;         /* rows per task (run_product sets it) */
+	const float *A;
+	size_t       rs, ks;
+	float        alpha, beta;
+	float       *C;
+	int          ldc;
+} F32Product;
 
 /* the kernels' instruction sets: AVX-512 (a panel per zmm), else AVX2 +
  * FMA (a panel per two ymm); the same FMA chain per element either way */
@@ -117,6 +148,31 @@ cpu_f32_weight_free(HwBackend *be, void *packed)
 	free(p);
 }
 
+/*
+ * The A operand of rows [m0, m0+mb) over k in [k0, k0+kn) for a row
+ * block: in place, or, when A is stored transposed ([K, M]: a weight
+ * gradient's dY^T), copied k-major into the task's buffer abuf
+ * [kn][mblk] first.  In place the kernel's broadcasts would step to a
+ * new row of A, often a new page, at every k of every tile; copied, a k
+ * is one contiguous run of mb floats, read once per block.  *rs, *ks: the
+ * strides the kernel then reads with.
+ */
+static const float *
+a_block(const F32Product *p, float *abuf, int m0, int mb, int k0, int kn, size_t *rs, size_t *ks)
+{
+	if (p->ks == 1)
+	{
+		*rs = p->rs;
+		*ks = 1;
+		return p->A + (size_t) m0 * p->rs + k0;
+	}
+	for (int k = 0; k < kn; k++)
+		memcpy(abuf + (size_t) k * p->mblk, p->A + (size_t) (k0 + k) * p->ks + m0, sizeof(float) * mb);
+	*rs = 1;
+	*ks = (size_t) p->mblk;
+	return abuf;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
@@ -125,12 +181,13 @@ cpu_f32_weight_free(HwBackend *be, void *packed)
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 
-/* C[mr rows, np panels] (beta*C +) rows a (stride lda) by panels b (stride
- * ps): mr and np are constants at every call, so the accumulators stay in
- * registers; the last panel stores only `lastmask` columns */
+/* C[mr rows, np panels] (beta*C +) rows a (A[i, k] at a[i*rs + k*ks]) by
+ * panels b (stride ps): mr and np are constants at every call, so the
+ * accumulators stay in registers; the last panel stores only `lastmask`
+ * columns */
 static inline __attribute__((always_inline)) void
-tile(const float *a, int lda, const float *b, size_t ps, int K, int mr, int np, float *C, int ldc, float beta,
-	 __mmask16 lastmask)
+tile(const float *a, size_t rs, size_t ks, const float *b, size_t ps, size_t bks, int K, int mr, int np, float *C,
+	 int ldc, float alpha, float beta, __mmask16 lastmask)
 {
 	__m512 acc[MR][NP];
 
@@ -145,44 +202,54 @@ tile(const float *a, int lda, const float *b, size_t ps, int K, int mr, int np, 
 
 #pragma GCC unroll 8
 		for (int j = 0; j < np; j++)
-			bv[j] = _mm512_load_ps(b + j * ps + (size_t) k * PANEL);
+			bv[j] = _mm512_maskz_loadu_ps(j == np - 1 ? lastmask : (__mmask16) 0xffff, b + j * ps + (size_t) k * bks);
 #pragma GCC unroll 8
 		for (int i = 0; i < mr; i++)
 		{
-			__m512 av = _mm512_set1_ps(a[(size_t) i * lda + k]);
+			__m512 av = _mm512_set1_ps(a[(size_t) i * rs + (size_t) k * ks]);
 
 #pragma GCC unroll 8
 			for (int j = 0; j < np; j++)
 				acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
 		}
 	}
-	tile_store(acc, mr, np, C, ldc, beta, lastmask);
+	tile_store(acc, mr, np, C, ldc, alpha, beta, lastmask);
 }
 
+/* rows in place (ks 1: the usual case, a constant) or transposed */
 static void
-tile_any(const float *a, int lda, const float *b, size_t ps, int K, int mr, int np, float *C, int ldc, float beta,
-		 __mmask16 lastmask)
+tile_any(const float *a, size_t rs, size_t ks, const float *b, size_t ps, size_t bks, int K, int mr, int np, float *C,
+		 int ldc, float alpha, float beta, __mmask16 lastmask)
 {
-	TILE_SWITCH(tile, (a, lda, b, ps, K), mr, np, (C, ldc, beta, lastmask))
+	if (ks == 1)
+		TILE_SWITCH(tile, (a, rs, 1, b, ps, bks, K), mr, np, (C, ldc, alpha, beta, lastmask))
+	else
+		TILE_SWITCH(tile, (a, rs, ks, b, ps, bks, K), mr, np, (C, ldc, alpha, beta, lastmask))
 }
 
-/* rows [m0, m0+mb) of C by panels [q_lo, q_hi) (relative to the slice's
- * first panel q_first) */
+/* rows [m0, m0+mb) of C by panels [q_lo, q_hi) (relative to q_first), K
+ * block by block */
 static void
-row_block(const CpuF32Weight *w, int q_first, int N, const float *A, int lda, float beta, float *C, int ldc, int m0,
-		  int mb, int q_lo, int q_hi)
+row_block(const F32Product *p, float *abuf, int m0, int mb, int q_lo, int q_hi)
 {
-	size_t ps = (size_t) w->K * PANEL;
-
-	for (int q0 = q_lo; q0 < q_hi; q0 += NP)
+	for (int k0 = 0; k0 < p->K; k0 += p->kblk)
 	{
-		int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
-		int       lastcols = N - (q0 + np - 1) * PANEL;
-		__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
+		int          kn = p->K - k0 < p->kblk ? p->K - k0 : p->kblk;
+		float        beta = k0 == 0 ? p->beta : 1.0f;
+		size_t       rs, ks;
+		const float *a = a_block(p, abuf, m0, mb, k0, kn, &rs, &ks);
 
-		for (int i0 = 0; i0 < mb; i0 += MR)
-			tile_any(A + (size_t) (m0 + i0) * lda, lda, w->w + (q_first + q0) * ps, ps, w->K,
-					 mb - i0 < MR ? mb - i0 : MR, np, C + (size_t) (m0 + i0) * ldc + q0 * PANEL, ldc, beta, lastmask);
+		for (int q0 = q_lo; q0 < q_hi; q0 += NP)
+		{
+			int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
+			int       lastcols = p->N - (q0 + np - 1) * PANEL;
+			__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
+
+			for (int i0 = 0; i0 < mb; i0 += MR)
+				tile_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q0) * p->ps + (size_t) k0 * p->bks,
+						 p->ps, p->bks, kn, mb - i0 < MR ? mb - i0 : MR, np, p->C + (size_t) (m0 + i0) * p->ldc + q0 * PANEL,
+						 p->ldc, p->alpha, beta, lastmask);
+		}
 	}
 }
 
@@ -203,7 +270,8 @@ lanes_below(int n)
 /* C[mr rows, one panel] (beta*C +) rows a by the panel b, the panel's
  * first `cols` columns stored (AVX2: the panel's two halves in two ymm) */
 static inline __attribute__((always_inline)) void
-tile2(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc, float beta, int cols)
+tile2(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, int mr, float *C, int ldc, float alpha,
+	  float beta, int cols)
 {
 	__m256  acc[MR2][2];
 	__m256i m0 = lanes_below(cols), m1 = lanes_below(cols - 8);
@@ -213,12 +281,12 @@ tile2(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc,
 		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
 	for (int k = 0; k < K; k++)
 	{
-		__m256 b0 = _mm256_load_ps(b + (size_t) k * PANEL), b1 = _mm256_load_ps(b + (size_t) k * PANEL + 8);
+		__m256 b0 = _mm256_maskload_ps(b + (size_t) k * bks, m0), b1 = _mm256_maskload_ps(b + (size_t) k * bks + 8, m1);
 
 #pragma GCC unroll 8
 		for (int i = 0; i < mr; i++)
 		{
-			__m256 av = _mm256_broadcast_ss(a + (size_t) i * lda + k);
+			__m256 av = _mm256_broadcast_ss(a + (size_t) i * rs + (size_t) k * ks);
 
 			acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
 			acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
@@ -232,79 +300,156 @@ tile2(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc,
 			__m256i mk = h ? m1 : m0;
 			__m256  r = acc[i][h];
 
+			if (alpha != 1.0f)
+				r = _mm256_mul_ps(_mm256_set1_ps(alpha), r);
 			if (beta != 0.0f)
 				r = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mk), r);
 			_mm256_maskstore_ps(c, mk, r);
 		}
 }
 
-static void
-tile2_any(const float *a, int lda, const float *b, int K, int mr, float *C, int ldc, float beta, int cols)
-{
-	switch (mr)
-	{
-		case 1: tile2(a, lda, b, K, 1, C, ldc, beta, cols); break;
-		case 2: tile2(a, lda, b, K, 2, C, ldc, beta, cols); break;
-		case 3: tile2(a, lda, b, K, 3, C, ldc, beta, cols); break;
-		case 4: tile2(a, lda, b, K, 4, C, ldc, beta, cols); break;
-		case 5: tile2(a, lda, b, K, 5, C, ldc, beta, cols); break;
-		default: tile2(a, lda, b, K, 6, C, ldc, beta, cols); break;
+#define TILE2_CASES(KS)                                                                       \
+	switch (mr)                                                                                  \
+	{                                                                                            \
+		case 1: tile2(a, rs, KS, b, bks, K, 1, C, ldc, alpha, beta, cols); break;                   \
+		case 2: tile2(a, rs, KS, b, bks, K, 2, C, ldc, alpha, beta, cols); break;                   \
+		case 3: tile2(a, rs, KS, b, bks, K, 3, C, ldc, alpha, beta, cols); break;                   \
+		case 4: tile2(a, rs, KS, b, bks, K, 4, C, ldc, alpha, beta, cols); break;                   \
+		case 5: tile2(a, rs, KS, b, bks, K, 5, C, ldc, alpha, beta, cols); break;                   \
+		default: tile2(a, rs, KS, b, bks, K, 6, C, ldc, alpha, beta, cols); break;                  \
 	}
+
+static void
+tile2_any(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, int mr, float *C, int ldc,
+		  float alpha, float beta, int cols)
+{
+	if (ks == 1)
+		TILE2_CASES(1)
+	else
+		TILE2_CASES(ks)
 }
 
 /* row_block's AVX2 twin: panel by panel */
 static void
-row_block2(const CpuF32Weight *w, int q_first, int N, const float *A, int lda, float beta, float *C, int ldc, int m0,
-		   int mb, int q_lo, int q_hi)
+row_block2(const F32Product *p, float *abuf, int m0, int mb, int q_lo, int q_hi)
 {
-	size_t ps = (size_t) w->K * PANEL;
-
-	for (int q = q_lo; q < q_hi; q++)
+	for (int k0 = 0; k0 < p->K; k0 += p->kblk)
 	{
-		int cols = N - q * PANEL < PANEL ? N - q * PANEL : PANEL;
+		int          kn = p->K - k0 < p->kblk ? p->K - k0 : p->kblk;
+		float        beta = k0 == 0 ? p->beta : 1.0f;
+		size_t       rs, ks;
+		const float *a = a_block(p, abuf, m0, mb, k0, kn, &rs, &ks);
 
-		for (int i0 = 0; i0 < mb; i0 += MR2)
-			tile2_any(A + (size_t) (m0 + i0) * lda, lda, w->w + (q_first + q) * ps, w->K, mb - i0 < MR2 ? mb - i0 : MR2,
-					  C + (size_t) (m0 + i0) * ldc + q * PANEL, ldc, beta, cols);
+		for (int q = q_lo; q < q_hi; q++)
+		{
+			int cols = p->N - q * PANEL < PANEL ? p->N - q * PANEL : PANEL;
+
+			for (int i0 = 0; i0 < mb; i0 += MR2)
+				tile2_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q) * p->ps + (size_t) k0 * p->bks,
+						  p->bks, kn, mb - i0 < MR2 ? mb - i0 : MR2, p->C + (size_t) (m0 + i0) * p->ldc + q * PANEL, p->ldc,
+						  p->alpha, beta, cols);
+		}
 	}
 }
 
 #pragma GCC pop_options
 
-/* C[M, N] (= or beta*C +) A @ columns [n0, n0 + N) of the packed w: tasks
- * of ROWBLK rows, and when rows alone give the team too little work, also
- * of column chunks (whole panel groups; an element's sum is the same
- * whichever task computes it) */
-void
-cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
-					float beta, float *C, int ldc)
+/* the product's M rows: tasks of ROWBLK rows, and when rows alone give
+ * the team too little work, also of column chunks (whole panel groups;
+ * an element's sum is the same whichever task computes it).  A long K (a
+ * weight gradient's, over every token) has few rows and a B as large as
+ * its A: there a task takes up to ROWBLK_LONG rows, so that B is read
+ * once per task rather than once per 48 rows.  false: no memory for the
+ * buffers of a transposed A (C untouched). */
+static bool
+run_product(HwBackend *be, F32Product *p, int M)
 {
-	const CpuF32Weight *w = packed;
-	int                 nblk, nt = cpu_nthreads(be), npan, ngroups, nchunk = 1, gper, ntask;
-	void              (*block_fn)(const CpuF32Weight *, int, int, const float *, int, float, float *, int, int, int,
-								  int, int);
+	int   nt = cpu_nthreads(be), npan = (p->N + PANEL - 1) / PANEL, ngroups = (npan + NP - 1) / NP;
+	int   nblk, nchunk = 1, gper, ntask;
+	void (*block_fn)(const F32Product *, float *, int, int, int, int) = use_avx512() ? row_block : row_block2;
+	float *abuf = NULL;	/* transposed A: nt buffers of [kblk][mblk] (a_block) */
 
-	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
-		return;
-	nblk = (M + ROWBLK - 1) / ROWBLK;
-	npan = (N + PANEL - 1) / PANEL;
-	ngroups = (npan + NP - 1) / NP;
+	p->mblk = ROWBLK;
+	if (p->kblk < p->K)
+	{
+		int per = ((M + nt - 1) / nt + ROWBLK - 1) / ROWBLK * ROWBLK;
+
+		p->mblk = per < ROWBLK_LONG ? per : ROWBLK_LONG;
+	}
+	nblk = (M + p->mblk - 1) / p->mblk;
 	while (nblk * nchunk < 4 * nt && nchunk < ngroups)
 		nchunk++;
 	gper = (ngroups + nchunk - 1) / nchunk;
 	ntask = nblk * nchunk;
 	if (nt > ntask)
 		nt = ntask;
-	block_fn = use_avx512() ? row_block : row_block2;
+	if (p->ks != 1 && !(abuf = cpu_scratch(be, (size_t) nt * p->kblk * p->mblk)))
+		return false;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
 	for (int k = 0; k < ntask; k++)
 	{
-		int blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP;
+		int blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP, m0 = blk * p->mblk;
 
 		if (g0 < npan)
-			block_fn(w, n0 / PANEL, N, A, lda, beta, C, ldc, blk * ROWBLK,
-					 M - blk * ROWBLK < ROWBLK ? M - blk * ROWBLK : ROWBLK, g0, g1 < npan ? g1 : npan);
+			block_fn(p, abuf ? abuf + (size_t) omp_get_thread_num() * p->kblk * p->mblk : NULL, m0,
+					 M - m0 < p->mblk ? M - m0 : p->mblk, g0, g1 < npan ? g1 : npan);
 	}
+	return true;
+}
+
+/* C[M, N] (= or beta*C +) A @ columns [n0, n0 + N) of the packed w, K whole */
+void
+cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
+					float beta, float *C, int ldc)
+{
+	const CpuF32Weight *w = packed;
+
+	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
+		return;
+	(void) run_product(be, &(F32Product) {.panels = w->w, .ps = (size_t) K * PANEL, .bks = PANEL, .q_first = n0 / PANEL,
+										  .N = N,
+										  .K = K, .kblk = K, .A = A, .rs = (size_t) lda, .ks = 1, .alpha = 1.0f, .beta = beta, .C = C,
+										  .ldc = ldc},
+					   M);    /* A in place: no buffers, nothing can fail */
+}
+
+/* B stored [N, K] into panels [np][K][PANEL], the pad columns zero */
+static void
+pack_b(float *dst, const float *B, int ldb, int N, int K, int nt)
+{
+	int np = (N + PANEL - 1) / PANEL;
+
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && (int64_t) N * K > 32768)
+	for (int q = 0; q < np; q++)
+		for (int k = 0; k < K; k++)
+			for (int j = 0; j < PANEL; j++)
+				dst[((size_t) q * K + k) * PANEL + j] = q * PANEL + j < N ? B[(size_t) (q * PANEL + j) * ldb + k] : 0.0f;
+}
+
+bool
+cpu_gemm_f32_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, float alpha, const float *A, int lda,
+				 const float *B, int ldb, float beta, float *C, int ldc)
+{
+	F32Product p = {.panels = B, .ps = PANEL, .bks = (size_t) ldb, .N = N, .K = K, .kblk = K <= F32_KWHOLE ? K : F32_KBLK,
+					.A = A, .rs = transA ? 1 : (size_t) lda, .ks = transA ? (size_t) lda : 1, .alpha = alpha,
+					.beta = beta, .C = C, .ldc = ldc};
+
+	if (!cpu_f32_packed_usable(be) || M <= 0 || N <= 0 || K <= 0)
+		return false;
+	if (transB)
+	{
+		/* B stored [N, K] (a layer's weight): its columns of op(B) are
+		 * strided, so it is packed (small: a weight) */
+		float *panels = cpu_bpack(be, (size_t) ((N + PANEL - 1) / PANEL) * K * PANEL * sizeof(float));
+
+		if (!panels)
+			return false;
+		pack_b(panels, B, ldb, N, K, cpu_nthreads(be));
+		p.panels = panels;
+		p.ps = (size_t) K * PANEL;
+		p.bks = PANEL;
+	}
+	return run_product(be, &p, M);
 }
 #else
 void
@@ -312,5 +457,12 @@ cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda,
 					float beta, float *C, int ldc)
 {
 	/* never called: cpu_f32_weight_pack returns NULL without AVX-512 or AVX2 */
+}
+
+bool
+cpu_gemm_f32_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, float alpha, const float *A, int lda,
+				 const float *B, int ldb, float beta, float *C, int ldc)
+{
+	return false;
 }
 #endif

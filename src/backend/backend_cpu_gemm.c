@@ -1,6 +1,7 @@
 /*
- * backend_cpu_gemm.c: the CPU backend's GEMM (OpenBLAS sgemm in blocks fixed
- * by the shapes, see backend_cpu.c) and its row utilities: bias, axpby,
+ * backend_cpu_gemm.c: the CPU backend's GEMM (our packed fp32 kernel where
+ * the processor has it, else OpenBLAS sgemm in blocks fixed by the shapes,
+ * see backend_cpu.c) and its row utilities: bias, axpby,
  * sum of squares, gathers and scatters.
  */
 /* lets GCC if-convert the float compares of fast_expf and vectorise; no
@@ -31,6 +32,9 @@ cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha,
 				C[(size_t) i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t) i * ldc + j];
 		return;
 	}
+	/* our fp32 kernel where the processor has it (backend_cpu_f32pack.c) */
+	if (cpu_gemm_f32_any(be, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+		return;
 	/* Long reductions with a small output (weight gradients dW = dY^T X over
 	 * all tokens): split K into fixed chunks, one partial C per chunk, then
 	 * add the partials in chunk order.  Splitting M or N instead would make

@@ -25,9 +25,9 @@ typedef struct CpuCtx
 {
 	float  *scratch;               /* partial sums of reductions */
 	size_t  scratch_n;
-	bool    f32pack_disabled;      /* hw_backend_cpu_disable_f32_pack: the served fp32 GEMMs on OpenBLAS */
+	bool    f32pack_disabled;      /* hw_backend_cpu_disable_f32_pack: every fp32 GEMM on OpenBLAS */
 	bool    bf16_disabled;         /* hw_backend_cpu_disable_bf16: fp32 even where AVX512_BF16 exists */
-	void   *bpack;                 /* gemm_bf16_any's packed B (64-byte aligned, grown, kept) */
+	void   *bpack;                 /* a product's packed B (cpu_bpack) */
 	size_t  bpack_bytes;
 } CpuCtx;
 
@@ -35,6 +35,9 @@ typedef struct CpuCtx
 int    cpu_nthreads(HwBackend *be);
 /* the backend's reduction scratch of at least n floats (grown, kept) */
 float *cpu_scratch(HwBackend *be, size_t n);
+/* the backend's buffer for a product's packed B operand, at least `bytes`,
+ * 64-byte aligned (grown, kept); NULL when out of memory */
+void  *cpu_bpack(HwBackend *be, size_t bytes);
 
 /* backend_cpu_gemm.c */
 void cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
@@ -73,20 +76,23 @@ void cpu_muon_momentum(HwBackend *be, float *u, float *buf, const float *grad, s
 
 /* Instruction levels of a processor or of an OpenBLAS kernel family. */
 enum { HW_ISA_OLD, HW_ISA_AVX2, HW_ISA_AVX512, HW_ISA_AVX512_BF16 };
-/* backend_cpu_blas.c: the OpenBLAS family (core name) to ask for on a
- * processor of that level when the family `core` is older; else NULL */
-const char *cpu_blas_better_family(const char *core, int processor);
 /* backend_cpu_blas.c: bf16 products beat fp32 ones of that instruction
  * level on a processor of this vendor (the rule), and on this machine
  * (backend.h bf16_preferred) */
 bool cpu_bf16_beats_fp32(bool intel, int fp32_level);
-bool cpu_bf16_preferred(HwBackend *be, bool packed);
+bool cpu_bf16_preferred(HwBackend *be);
 
-/* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed) */
+/* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed; and
+ * cpu_gemm's products where the processor has the kernels: false when it
+ * did not run, C untouched) */
 bool  cpu_f32_packed_usable(HwBackend *be);
 void  cpu_f32_packed_force_avx2(bool on);    /* tests: the AVX2 kernel on an AVX-512 processor */
 void *cpu_f32_weight_pack(HwBackend *be, const float *W, int N, int K);
 void  cpu_f32_weight_free(HwBackend *be, void *packed);
+#define F32_KWHOLE 1024            /* cpu_gemm_f32_any sums K unblocked up to this (gemm_f32_packed always) */
+#define F32_KBLK   128             /* above it, in blocks of this, each added to C in order */
+bool  cpu_gemm_f32_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, float alpha, const float *A,
+					   int lda, const float *B, int ldb, float beta, float *C, int ldc);
 void  cpu_gemm_f32_packed(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0,
 						  float beta, float *C, int ldc);
 

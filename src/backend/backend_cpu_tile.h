@@ -10,10 +10,10 @@
 #ifndef HW_BACKEND_CPU_TILE_H
 #define HW_BACKEND_CPU_TILE_H
 
-/* C[mr rows, np panels] = acc, or beta * C + acc; the last panel stores
- * only `lastmask` columns */
+/* C[mr rows, np panels] = alpha * acc, or beta * C + alpha * acc (alpha 1:
+ * acc itself); the last panel stores only `lastmask` columns */
 static inline __attribute__((always_inline, target("avx512f"))) void
-tile_store(__m512 acc[MR][NP], int mr, int np, float *C, int ldc, float beta, __mmask16 lastmask)
+tile_store(__m512 acc[MR][NP], int mr, int np, float *C, int ldc, float alpha, float beta, __mmask16 lastmask)
 {
 #pragma GCC unroll 8
 	for (int i = 0; i < mr; i++)
@@ -24,6 +24,8 @@ tile_store(__m512 acc[MR][NP], int mr, int np, float *C, int ldc, float beta, __
 			__mmask16  mk = j == np - 1 ? lastmask : (__mmask16) 0xffff;
 			__m512     r = acc[i][j];
 
+			if (alpha != 1.0f)
+				r = _mm512_mul_ps(_mm512_set1_ps(alpha), r);
 			if (beta != 0.0f)
 				r = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mk, c), r);
 			_mm512_mask_storeu_ps(c, mk, r);

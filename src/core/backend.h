@@ -268,11 +268,8 @@ typedef struct HwBackendOps
 	 * count, so a row's bits depend only on that row of A and on W. */
 	bool  (*bf16_usable)(HwBackend *be);
 	/* Does bf16 beat this backend's fp32 products on this machine (the
-	 * precision `auto` chooses)?  packed: against the served model's fp32
-	 * products on packed weights (f32_weight_pack, where the backend has
-	 * them), else against its plain fp32 GEMM (training).  NULL: whenever
-	 * usable. */
-	bool  (*bf16_preferred)(HwBackend *be, bool packed);
+	 * precision `auto` chooses)?  NULL: whenever usable. */
+	bool  (*bf16_preferred)(HwBackend *be);
 	void *(*bf16_weight_pack)(HwBackend *be, const float *W, int N, int K);
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
@@ -336,10 +333,11 @@ void       hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled);
 bool       hw_backend_cpu_f32_pack_supported(void);
 /* this processor has AVX512_BF16 and this build has the kernels for it */
 bool       hw_backend_cpu_bf16_supported(void);
-/* OpenBLAS's kernel family that the fp32 products run on (its core name,
- * e.g. "Haswell"); *better, when not NULL, gets the family this processor
- * could run instead when it is newer (OpenBLAS did not recognise the
- * processor, or OPENBLAS_CORETYPE asked for older kernels), else NULL. */
-const char *hw_backend_cpu_blas_core(const char **better);
+/* OpenBLAS's kernel family (its core name, e.g. "Haswell") */
+const char *hw_backend_cpu_blas_core(void);
+/* what the CPU backend's fp32 products run on, in words: "own AVX-512
+ * kernel", "own AVX2 kernel" or "OpenBLAS <family> kernels" (a static
+ * string) */
+const char *hw_backend_cpu_f32_kernels(HwBackend *be);
 
 #endif /* HW_BACKEND_H */

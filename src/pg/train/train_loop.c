@@ -239,13 +239,12 @@ begin_run(TrainRun *run)
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	char msg[512], arith[96] = "";
+	char msg[512], arith[128] = "";
 	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
-	const char *better = NULL, *blas = on_cpu ? hw_backend_cpu_blas_core(&better) : NULL;
 
 	if (on_cpu)
-		snprintf(arith, sizeof(arith), ", %s products (OpenBLAS %s kernels)",
-				 hw_precision_name(hw_model_train_precision(run->tr->model)), blas);
+		snprintf(arith, sizeof(arith), ", layer products in %s, fp32 products on the %s",
+				 hw_precision_name(hw_model_train_precision(run->tr->model)), hw_backend_cpu_f32_kernels(run->tr->be));
 	snprintf(msg, sizeof(msg), "training model \"%s\" on %s%s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
 			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
 			 run->st.model_name, hw_pg_backend_name(run->tr->be), arith, run->st.s.preset, mc->d_model, mc->n_layers,
@@ -258,12 +257,6 @@ begin_run(TrainRun *run)
 	job->progress_seq++;
 	SpinLockRelease(&job->mutex);
 	ereport(LOG, (errmsg("headwater: %s", msg)));
-	if (better)
-		ereport(LOG,
-				(errmsg("headwater: OpenBLAS runs its %s kernels, older than this processor allows (%s): "
-						"training's fp32 products run slower than they could", blas, better),
-				 errhint("Start the server with OPENBLAS_CORETYPE=%s in its environment: OpenBLAS does not "
-						 "recognise this processor, or the variable asks for older kernels.", better)));
 }
 
 /* The validation sampler, the prefetcher, the clocks and the time budget. */
