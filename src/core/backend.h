@@ -326,8 +326,9 @@ void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
 /* disabled: the CPU backend reports bf16 as unusable (bf16_usable false) even
  * on a processor with AVX512_BF16 (tests of the fp32 fallback). */
 void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
-/* disabled: the CPU backend packs no fp32 weights (f32_weight_pack NULL),
- * so the served model's fp32 GEMMs run on OpenBLAS (tests of that path) */
+/* disabled: the CPU backend's own fp32 kernel is not used: no packed fp32
+ * weights (f32_weight_pack NULL) and every fp32 GEMM on OpenBLAS (tests
+ * and benchmarks of that path) */
 void       hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled);
 /* this processor has AVX-512, or AVX2 and FMA, for the packed fp32 kernels */
 bool       hw_backend_cpu_f32_pack_supported(void);
