@@ -34,7 +34,7 @@ db=hw_bench_serving
 q() { psql -X -q -At -d "$db" -v ON_ERROR_STOP=1 "$@"; }
 hw_bench_shop "$db" "$scale"
 echo "machine load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset (AVX-512 kernels where the CPU has them)}"
+echo "OPENBLAS_CORETYPE of the server: ${OPENBLAS_CORETYPE:-unset (OpenBLAS picks by the processor)}"
 echo "bulk requests (batch, table, into) on: headwater.serving_device = $(q -c "SELECT current_setting('headwater.serving_device', true)")"
 
 # Training inside the worker: tokens/s as the worker measures it (the rate

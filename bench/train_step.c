@@ -3,7 +3,7 @@
  *
  *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
  *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail] [--f32-blas]
- *   bench/bin/train_step --gemm-shapes     (one-thread sgemm on the backend's block shapes)
+ *   bench/bin/train_step --gemm-shapes     (one-thread OpenBLAS sgemm on the shapes of its fallback blocks)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
  * counted from shapes, forward + backward = 3x forward; attention counted
@@ -23,8 +23,12 @@
  * cells (hw_model_set_full_tail: the step before the tail was pruned).
  * --f32-blas: the fp32 products on OpenBLAS, not on the backend's own
  * kernel (hw_backend_cpu_disable_f32_pack), to compare the two.
- * Synthetic batches (synth_batch.h).  Set OPENBLAS_CORETYPE unset for peak
- * figures (the benchmark itself does not touch the environment).
+ * Synthetic batches (synth_batch.h).  The peak is OpenBLAS's, with the
+ * kernels it picked (OPENBLAS_CORETYPE, or the processor's model: its
+ * SSE3 kernels on a processor newer than its release), while the step's
+ * fp32 products run on the backend's own kernel where the processor has
+ * it: compare the share of the peak within one environment (the
+ * benchmark itself does not touch it).
  */
 #include "core/attention.h"
 #include "core/backend.h"
@@ -179,9 +183,6 @@ main(int argc, char **argv)
 		HwModelConfig c;
 		HwBackend    *be = hw_backend_cpu_create(threads, &err);
 		uint16_t     *colt, *catt;
-
-		if (be)
-			hw_backend_cpu_disable_f32_pack(be, f32_blas);
 		HwModel      *m;
 		HwSynthSpec   sp;
 		HwBatch      *b;
@@ -223,6 +224,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 		hw_synth_tables(dt, 1, &colt, &catt);
+		if (be)
+			hw_backend_cpu_disable_f32_pack(be, f32_blas);
 		m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 		if (!m)
 		{

@@ -80,7 +80,7 @@ hw_backend_cpu_f32_kernels(HwBackend *be)
  * 0.81-0.90 times the fp32 rows/s of OpenBLAS's AVX-512 kernels, and the
  * own fp32 kernel (backend_cpu_f32pack.c) ran the serving GEMMs at 1.7
  * times the bf16 kernel's GFLOP/s (bench/bin/predict_forward), and trained
- * at 1.2 times bf16's steps/s.  On AMD's Zen 4 both run at one a cycle,
+ * at 1.2-1.35 times bf16's steps/s.  On AMD's Zen 4 both run at one a cycle,
  * and against kernels older than AVX-512 the fp32 side has half the width:
  * bf16 wins (1.5 times on the small preset).
  */

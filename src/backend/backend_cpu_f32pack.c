@@ -1,28 +1,30 @@
 /*
- * backend_cpu_f32pack.c: the CPU backend's fp32 GEMMs on packed B
- * operands, on processors with AVX-512, or AVX2 and FMA.  The served
- * model packs its weights once (backend.h f32_weight_pack,
- * gemm_f32_packed: C[M,N] (= or beta*C +) A[M,K] @ W[N,K]^T); every other
- * fp32 product of the backend (cpu_gemm: training's, the optimiser's)
- * packs its B per call (cpu_gemm_f32_any), a few percent of the product's
- * time at the training shapes.
+ * backend_cpu_f32pack.c: the CPU backend's fp32 GEMMs, on processors with
+ * AVX-512, or AVX2 and FMA.  The served model packs its weights once
+ * (backend.h f32_weight_pack, gemm_f32_packed: C[M,N] (= or beta*C +)
+ * A[M,K] @ W[N,K]^T); every other fp32 product of the backend (cpu_gemm:
+ * training's, the heads', the optimiser's) runs here too
+ * (cpu_gemm_f32_any): a B stored [N, K] (a weight) is packed per call, a
+ * B stored [K, N] is read in place, and a transposed A (a weight
+ * gradient's dY^T) is copied per task.
  *
  * Why not OpenBLAS: the serving forward multiplies each sequence's rows by
  * the same layer weights in its own call (a row's bits must not depend on
  * its batch, model_infer.c), and OpenBLAS packs both operands at every
  * call, zeroes C first, and picks its kernels by the processor's model
- * (a processor newer than the release gets its SSE3 kernels).  Here B is
- * packed once per loaded model or once per product, and A is read in
- * place.  The small preset's serving forward on two cores of an Emerald
- * Rapids Xeon (bench/bin/predict_forward, variants 2 and 6): its GEMMs at
- * 262-270 GFLOP/s, against 186-194 on OpenBLAS's AVX-512 kernels and 43-51
- * on the SSE3 kernels OpenBLAS picks there by itself.
+ * (a processor newer than the release gets its SSE3 kernels).  Here a
+ * weight is packed once per loaded model, and A is read in place.  The
+ * small preset's serving forward on two cores of an Emerald Rapids Xeon
+ * (bench/bin/predict_forward, variants 2 and 6): its GEMMs at 262-270
+ * GFLOP/s, against 186-194 on OpenBLAS's AVX-512 kernels and 43-51 on the
+ * SSE3 kernels OpenBLAS picks there by itself.
  *
- * Layout.  B is packed into panels of 16 output columns: panel q holds,
- * for every k, the 16 columns' B[k, n] (one zmm), N padded to 16 with
- * zeros.  A register tile is MR rows x NP panels: per k, NP loads of B,
- * MR broadcasts of A[i, k] (A stored [M, K], or [K, M] when transposed),
- * MR*NP FMAs (AVX2: MR2 rows x one panel, as two ymm).
+ * Layout.  B is read as panels of 16 output columns: panel q holds, for
+ * every k, the 16 columns' B[k, n] (one zmm); packed, N is padded to 16
+ * with zeros, read in place the last panel's load is masked.  A register
+ * tile is MR rows x NP panels: per k, NP loads of B, MR broadcasts of
+ * A[i, k] (A stored [M, K], or [K, M] when transposed), MR*NP FMAs (AVX2:
+ * MR2 rows x one panel, as two ymm).
  *
  * Determinism.  Every element C[i,j] is the same sequence of operations
  * whatever M, the row's place in the call, the tile it falls in or the
@@ -30,8 +32,12 @@
  * 0, then acc = fma(A[i,k], B[k,j], acc) for k = 0, 1, ... in order, then
  * the store (alpha * acc, then with beta: fma(beta, C, that)).  A product
  * with K above F32_KWHOLE sums K in blocks of F32_KBLK, each block so and
- * added to C in order (the block size keeps a panel group's share of B,
- * 128 x 4 panels x 64 bytes, in L1 across a task's rows).
+ * added to C in order (a block of packed B, 128 x 4 panels x 64 bytes,
+ * stays in L1 across a task's rows).
+ *
+ * Calls: from one thread per backend and never inside an OpenMP parallel
+ * region (as every entry of the backend): the packed B and the buffers of
+ * a transposed A are the backend's, one slice per thread of this call.
  */
 #include "backend/backend_cpu_internal.h"
 
@@ -148,6 +154,11 @@ cpu_f32_weight_free(HwBackend *be, void *packed)
 	free(p);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+#include "backend/backend_cpu_tile.h"
+
 /*
  * The A operand of rows [m0, m0+mb) over k in [k0, k0+kn) for a row
  * block: in place, or, when A is stored transposed ([K, M]: a weight
@@ -173,18 +184,13 @@ a_block(const F32Product *p, float *abuf, int m0, int mb, int k0, int kn, size_t
 	return abuf;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
-
-#include "backend/backend_cpu_tile.h"
-
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 
-/* C[mr rows, np panels] (beta*C +) rows a (A[i, k] at a[i*rs + k*ks]) by
- * panels b (stride ps): mr and np are constants at every call, so the
- * accumulators stay in registers; the last panel stores only `lastmask`
- * columns */
+/* C[mr rows, np panels] (= alpha * sum, or beta*C + that) rows a (A[i, k]
+ * at a[i*rs + k*ks]) by panels b (panel j's row k at b + j*ps + k*bks):
+ * mr and np are constants at every call, so the accumulators stay in
+ * registers; the last panel loads and stores only `lastmask` columns */
 static inline __attribute__((always_inline)) void
 tile(const float *a, size_t rs, size_t ks, const float *b, size_t ps, size_t bks, int K, int mr, int np, float *C,
 	 int ldc, float alpha, float beta, __mmask16 lastmask)
@@ -227,29 +233,28 @@ tile_any(const float *a, size_t rs, size_t ks, const float *b, size_t ps, size_t
 		TILE_SWITCH(tile, (a, rs, ks, b, ps, bks, K), mr, np, (C, ldc, alpha, beta, lastmask))
 }
 
-/* rows [m0, m0+mb) of C by panels [q_lo, q_hi) (relative to q_first), K
- * block by block */
+/* One K block [k0, k0+kn) of rows [m0, m0+mb) of C by panels [q_lo,
+ * q_hi) (relative to q_first), A's block at a (strides rs, ks), the first
+ * block over beta * C: the tiles of one instruction set (row_block runs
+ * the blocks) */
+typedef void (*F32BlockFn)(const F32Product *p, const float *a, size_t rs, size_t ks, int m0, int mb, int q_lo,
+						   int q_hi, int k0, int kn, float beta);
+
+/* AVX-512: register tiles of NP panels */
 static void
-row_block(const F32Product *p, float *abuf, int m0, int mb, int q_lo, int q_hi)
+block512(const F32Product *p, const float *a, size_t rs, size_t ks, int m0, int mb, int q_lo, int q_hi, int k0,
+		 int kn, float beta)
 {
-	for (int k0 = 0; k0 < p->K; k0 += p->kblk)
+	for (int q0 = q_lo; q0 < q_hi; q0 += NP)
 	{
-		int          kn = p->K - k0 < p->kblk ? p->K - k0 : p->kblk;
-		float        beta = k0 == 0 ? p->beta : 1.0f;
-		size_t       rs, ks;
-		const float *a = a_block(p, abuf, m0, mb, k0, kn, &rs, &ks);
+		int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
+		int       lastcols = p->N - (q0 + np - 1) * PANEL;
+		__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
 
-		for (int q0 = q_lo; q0 < q_hi; q0 += NP)
-		{
-			int       np = q_hi - q0 < NP ? q_hi - q0 : NP;
-			int       lastcols = p->N - (q0 + np - 1) * PANEL;
-			__mmask16 lastmask = (__mmask16) (lastcols >= PANEL ? 0xffffu : (1u << lastcols) - 1u);
-
-			for (int i0 = 0; i0 < mb; i0 += MR)
-				tile_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q0) * p->ps + (size_t) k0 * p->bks,
-						 p->ps, p->bks, kn, mb - i0 < MR ? mb - i0 : MR, np, p->C + (size_t) (m0 + i0) * p->ldc + q0 * PANEL,
-						 p->ldc, p->alpha, beta, lastmask);
-		}
+		for (int i0 = 0; i0 < mb; i0 += MR)
+			tile_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q0) * p->ps + (size_t) k0 * p->bks, p->ps,
+					 p->bks, kn, mb - i0 < MR ? mb - i0 : MR, np, p->C + (size_t) (m0 + i0) * p->ldc + q0 * PANEL,
+					 p->ldc, p->alpha, beta, lastmask);
 	}
 }
 
@@ -267,11 +272,14 @@ lanes_below(int n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* C[mr rows, one panel] (beta*C +) rows a by the panel b, the panel's
- * first `cols` columns stored (AVX2: the panel's two halves in two ymm) */
+/* C[mr rows, one panel] (= alpha * sum, or beta*C + that) rows a by the
+ * panel b (row k at b + k*bks), the panel's first `cols` columns loaded
+ * and stored (AVX2: the panel's two halves in two ymm); full (a constant:
+ * cols == PANEL) takes plain loads and stores, masked ones cost more on
+ * several cores */
 static inline __attribute__((always_inline)) void
 tile2(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, int mr, float *C, int ldc, float alpha,
-	  float beta, int cols)
+	  float beta, int cols, bool full)
 {
 	__m256  acc[MR2][2];
 	__m256i m0 = lanes_below(cols), m1 = lanes_below(cols - 8);
@@ -281,7 +289,9 @@ tile2(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, i
 		acc[i][0] = acc[i][1] = _mm256_setzero_ps();
 	for (int k = 0; k < K; k++)
 	{
-		__m256 b0 = _mm256_maskload_ps(b + (size_t) k * bks, m0), b1 = _mm256_maskload_ps(b + (size_t) k * bks + 8, m1);
+		const float *bk = b + (size_t) k * bks;
+		__m256       b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, m0);
+		__m256       b1 = full ? _mm256_loadu_ps(bk + 8) : _mm256_maskload_ps(bk + 8, m1);
 
 #pragma GCC unroll 8
 		for (int i = 0; i < mr; i++)
@@ -303,56 +313,70 @@ tile2(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, i
 			if (alpha != 1.0f)
 				r = _mm256_mul_ps(_mm256_set1_ps(alpha), r);
 			if (beta != 0.0f)
-				r = _mm256_fmadd_ps(_mm256_set1_ps(beta), _mm256_maskload_ps(c, mk), r);
-			_mm256_maskstore_ps(c, mk, r);
+				r = _mm256_fmadd_ps(_mm256_set1_ps(beta), full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, mk), r);
+			if (full)
+				_mm256_storeu_ps(c, r);
+			else
+				_mm256_maskstore_ps(c, mk, r);
 		}
 }
 
-#define TILE2_CASES(KS)                                                                       \
-	switch (mr)                                                                                  \
-	{                                                                                            \
-		case 1: tile2(a, rs, KS, b, bks, K, 1, C, ldc, alpha, beta, cols); break;                   \
-		case 2: tile2(a, rs, KS, b, bks, K, 2, C, ldc, alpha, beta, cols); break;                   \
-		case 3: tile2(a, rs, KS, b, bks, K, 3, C, ldc, alpha, beta, cols); break;                   \
-		case 4: tile2(a, rs, KS, b, bks, K, 4, C, ldc, alpha, beta, cols); break;                   \
-		case 5: tile2(a, rs, KS, b, bks, K, 5, C, ldc, alpha, beta, cols); break;                   \
-		default: tile2(a, rs, KS, b, bks, K, 6, C, ldc, alpha, beta, cols); break;                  \
+#define TILE2_CASES(KS, FULL)                                                       \
+	switch (mr)                                                                     \
+	{                                                                               \
+		case 1: tile2(a, rs, KS, b, bks, K, 1, C, ldc, alpha, beta, cols, FULL); break;  \
+		case 2: tile2(a, rs, KS, b, bks, K, 2, C, ldc, alpha, beta, cols, FULL); break;  \
+		case 3: tile2(a, rs, KS, b, bks, K, 3, C, ldc, alpha, beta, cols, FULL); break;  \
+		case 4: tile2(a, rs, KS, b, bks, K, 4, C, ldc, alpha, beta, cols, FULL); break;  \
+		case 5: tile2(a, rs, KS, b, bks, K, 5, C, ldc, alpha, beta, cols, FULL); break;  \
+		default: tile2(a, rs, KS, b, bks, K, 6, C, ldc, alpha, beta, cols, FULL); break; \
 	}
 
 static void
 tile2_any(const float *a, size_t rs, size_t ks, const float *b, size_t bks, int K, int mr, float *C, int ldc,
 		  float alpha, float beta, int cols)
 {
-	if (ks == 1)
-		TILE2_CASES(1)
+	if (ks == 1 && cols == PANEL)
+		TILE2_CASES(1, true)
+	else if (ks == 1)
+		TILE2_CASES(1, false)
+	else if (cols == PANEL)
+		TILE2_CASES(ks, true)
 	else
-		TILE2_CASES(ks)
+		TILE2_CASES(ks, false)
 }
 
-/* row_block's AVX2 twin: panel by panel */
+/* AVX2: panel by panel */
 static void
-row_block2(const F32Product *p, float *abuf, int m0, int mb, int q_lo, int q_hi)
+block2(const F32Product *p, const float *a, size_t rs, size_t ks, int m0, int mb, int q_lo, int q_hi, int k0, int kn,
+	   float beta)
 {
-	for (int k0 = 0; k0 < p->K; k0 += p->kblk)
+	for (int q = q_lo; q < q_hi; q++)
 	{
-		int          kn = p->K - k0 < p->kblk ? p->K - k0 : p->kblk;
-		float        beta = k0 == 0 ? p->beta : 1.0f;
-		size_t       rs, ks;
-		const float *a = a_block(p, abuf, m0, mb, k0, kn, &rs, &ks);
+		int cols = p->N - q * PANEL < PANEL ? p->N - q * PANEL : PANEL;
 
-		for (int q = q_lo; q < q_hi; q++)
-		{
-			int cols = p->N - q * PANEL < PANEL ? p->N - q * PANEL : PANEL;
-
-			for (int i0 = 0; i0 < mb; i0 += MR2)
-				tile2_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q) * p->ps + (size_t) k0 * p->bks,
-						  p->bks, kn, mb - i0 < MR2 ? mb - i0 : MR2, p->C + (size_t) (m0 + i0) * p->ldc + q * PANEL, p->ldc,
-						  p->alpha, beta, cols);
-		}
+		for (int i0 = 0; i0 < mb; i0 += MR2)
+			tile2_any(a + (size_t) i0 * rs, rs, ks, p->panels + (p->q_first + q) * p->ps + (size_t) k0 * p->bks, p->bks,
+					  kn, mb - i0 < MR2 ? mb - i0 : MR2, p->C + (size_t) (m0 + i0) * p->ldc + q * PANEL, p->ldc,
+					  p->alpha, beta, cols);
 	}
 }
 
 #pragma GCC pop_options
+
+/* rows [m0, m0+mb) of C by panels [q_lo, q_hi), K block by block */
+static void
+row_block(const F32Product *p, F32BlockFn block, float *abuf, int m0, int mb, int q_lo, int q_hi)
+{
+	for (int k0 = 0; k0 < p->K; k0 += p->kblk)
+	{
+		int          kn = p->K - k0 < p->kblk ? p->K - k0 : p->kblk;
+		size_t       rs, ks;
+		const float *a = a_block(p, abuf, m0, mb, k0, kn, &rs, &ks);
+
+		block(p, a, rs, ks, m0, mb, q_lo, q_hi, k0, kn, k0 == 0 ? p->beta : 1.0f);
+	}
+}
 
 /* the product's M rows: tasks of ROWBLK rows, and when rows alone give
  * the team too little work, also of column chunks (whole panel groups;
@@ -366,7 +390,7 @@ run_product(HwBackend *be, F32Product *p, int M)
 {
 	int   nt = cpu_nthreads(be), npan = (p->N + PANEL - 1) / PANEL, ngroups = (npan + NP - 1) / NP;
 	int   nblk, nchunk = 1, gper, ntask;
-	void (*block_fn)(const F32Product *, float *, int, int, int, int) = use_avx512() ? row_block : row_block2;
+	F32BlockFn block = use_avx512() ? block512 : block2;
 	float *abuf = NULL;	/* transposed A: nt buffers of [kblk][mblk] (a_block) */
 
 	p->mblk = ROWBLK;
@@ -391,8 +415,8 @@ run_product(HwBackend *be, F32Product *p, int M)
 		int blk = k / nchunk, g0 = (k % nchunk) * gper * NP, g1 = g0 + gper * NP, m0 = blk * p->mblk;
 
 		if (g0 < npan)
-			block_fn(p, abuf ? abuf + (size_t) omp_get_thread_num() * p->kblk * p->mblk : NULL, m0,
-					 M - m0 < p->mblk ? M - m0 : p->mblk, g0, g1 < npan ? g1 : npan);
+			row_block(p, block, abuf ? abuf + (size_t) omp_get_thread_num() * p->kblk * p->mblk : NULL, m0,
+					  M - m0 < p->mblk ? M - m0 : p->mblk, g0, g1 < npan ? g1 : npan);
 	}
 	return true;
 }

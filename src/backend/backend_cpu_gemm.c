@@ -25,24 +25,30 @@ cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha,
 
 	if (M <= 0 || N <= 0)
 		return;
-	if (K <= 0)
+	if (K <= 0 || alpha == 0.0f)
 	{
+		/* C = beta * C, A and B not read (the BLAS convention) */
 		for (int i = 0; i < M; i++)
 			for (int j = 0; j < N; j++)
 				C[(size_t) i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[(size_t) i * ldc + j];
 		return;
 	}
-	/* our fp32 kernel where the processor has it (backend_cpu_f32pack.c) */
+	/* the own fp32 kernel where the processor has it (backend_cpu_f32pack.c;
+	 * it declines only when out of memory for a transposed A's buffers) */
 	if (cpu_gemm_f32_any(be, tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
 		return;
 	/* Long reductions with a small output (weight gradients dW = dY^T X over
 	 * all tokens): split K into fixed chunks, one partial C per chunk, then
 	 * add the partials in chunk order.  Splitting M or N instead would make
-	 * every block re-pack the whole [K, *] operand. */
-	if (K >= 2 * KCH && (int64_t) M * N <= (int64_t) K * 64)
+	 * every block re-pack the whole [K, *] operand.  Without memory for the
+	 * partials, the blocks below (slower, other bits, the same at any
+	 * thread count). */
+	float *part;
+
+	if (K >= 2 * KCH && (int64_t) M * N <= (int64_t) K * 64 &&
+		(part = cpu_scratch(be, (size_t) ((K + KCH - 1) / KCH) * M * N)) != NULL)
 	{
-		int    nk = (K + KCH - 1) / KCH;
-		float *part = cpu_scratch(be, (size_t) nk * M * N);
+		int nk = (K + KCH - 1) / KCH;
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_nthreads(be))
 		for (int c = 0; c < nk; c++)

@@ -122,16 +122,19 @@ tile_sum(const float *x)
 	return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
-/*
- * Gather/scatter between head h of x [S,H,dh] (one batch element) and the
- * permuted per-head buffers.  They walk the ORIGINAL order (iperm: original
- * index -> permuted position) so x is read/written at a constant stride the
- * prefetcher follows, and the random side is the L2-resident buffer.  Inline
- * loops, not memcpy: rows are only dh floats, and the copies get the vector
- * width of the build.  Pads of the buffers (dims >= dh) stay 0.
- */
 /* unaligned vectors of the build's width, for row copies */
 typedef float vfu __attribute__((vector_size(VW * 4), aligned(4)));
+
+/*
+ * Gather/scatter between head h of x [S,H,dh] (one batch element) and the
+ * permuted per-head buffers.  The whole-sequence ones walk the ORIGINAL
+ * order (iperm: original index -> permuted position) so x is read/written
+ * at a constant stride the prefetcher follows, and the random side is the
+ * L2-resident buffer; the forward of listed queries walks the permuted
+ * order of the key tiles it needs (gather_fwd_tiles).  Inline copies, not
+ * memcpy: rows are only dh floats.  Pads of the buffers (dims >= dh) stay
+ * 0.
+ */
 
 /* dst[0 .. n) = src[0 .. n): whole vectors, then single floats (a plain
  * loop here stays scalar: GCC cannot prove the rows apart) */
@@ -299,6 +302,32 @@ fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *
 	rows_axpy(oi, true, scale, s, Vr, dhp);
 }
 
+/* the forward of listed queries (only [n_only], flat cells of element b;
+ * q their rows [n_only, H*dh]): marks them (w->qsel by permuted position,
+ * w->tile_n per query tile), puts their q rows in place, and gathers the K
+ * and V of the key tiles their query tiles visit (w->ktile_need) */
+static inline __attribute__((always_inline)) void
+gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, const float *q, const float *k,
+				  const float *v, const int32_t *only, int n_only)
+{
+	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
+	const int32_t *iperm = plan->iperm + (int64_t) b * S;
+	const int64_t *qptr = plan->qptr + (int64_t) b * nt;
+
+	for (int i = 0; i < n_only; i++)
+	{
+		int p = iperm[only[i] - b * S];
+
+		w->qsel[p] = 1;
+		w->tile_n[p / T]++;
+		row_copy(w->q + (int64_t) p * dhp, q + (int64_t) i * H * dh + h * dh, dh);
+	}
+	for (int qt = 0; qt < nt; qt++)
+		for (int64_t pr = qptr[qt]; w->tile_n[qt] && pr < qptr[qt + 1]; pr++)
+			w->ktile_need[plan->ktile[pr]] = 1;
+	gather_fwd_tiles(w->kt, w->v, k, v, plan->perm + (int64_t) b * S, w->ktile_need, S, nt, H, h, dh, dhp);
+}
+
 /* Forward of one (b, h) (attention_internal.h).  With a list of queries
  * the same loops skip the other queries (and the query tiles holding none
  * of them), so a listed row runs the very instructions of the full
@@ -314,26 +343,10 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
 	uint8_t       *sel = w->qsel;     /* [Sp] by permuted position: a listed query */
 	int           *tile_n = w->tile_n; /* [nt] listed queries per query tile */
-	uint8_t       *kneed = w->ktile_need; /* [nt] key tiles they visit */
 	float          mrow[T], lrow[T];
 
-	for (int i = 0; only && i < n_only; i++)
-	{
-		int p = iperm[only[i] - b * S];
-
-		sel[p] = 1;
-		tile_n[p / T]++;
-		row_copy(Q + (int64_t) p * dhp, q + (int64_t) i * D + h * dh, dh);
-	}
 	if (only)
-	{
-		/* the key tiles that the listed queries' tiles visit */
-		for (int qt = 0; qt < nt; qt++)
-			for (int64_t pr = plan->qptr[(int64_t) b * nt + qt]; tile_n[qt] && pr < plan->qptr[(int64_t) b * nt + qt + 1];
-				 pr++)
-				kneed[plan->ktile[pr]] = 1;
-		gather_fwd_tiles(KT, V, k, v, plan->perm + (int64_t) b * S, kneed, S, nt, H, h, dh, dhp);
-	}
+		gather_fwd_listed(plan, b, h, H, dh, w, q, k, v, only, n_only);
 	else
 		gather_fwd(Q, KT, V, q, k, v, iperm, S, H, h, dh, dhp);
 
@@ -386,7 +399,7 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 			sel[p] = 0;
 			tile_n[p / T] = 0;
 		}
-		memset(kneed, 0, nt);
+		memset(w->ktile_need, 0, nt);
 		return;
 	}
 	scatter_rows(out, O, iperm, S, H, h, dh, dhp);

@@ -3,7 +3,8 @@
  *
  * The core (model, optimiser, tensors) calls a backend through this table; the
  * implementations depend on it, never the other way round: src/backend/ (CPU:
- * OpenBLAS + OpenMP) and cuda/ (CUDA) include this header from the core.
+ * its own GEMM kernels, OpenBLAS where the processor lacks them, OpenMP)
+ * and cuda/ (CUDA) include this header from the core.
  *
  * A backend is a table of function pointers behind an opaque handle, designed
  * for a device with its own memory: every float / int pointer passed to a
@@ -122,7 +123,8 @@ typedef struct HwBackendOps
 	 * C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C, row-major, fp32,
 	 * lda/ldb/ldc are row strides in elements of the stored matrices
 	 * (A stored [M,K] if !transA else [K,M]; B stored [K,N] if !transB else [N,K]).
-	 * beta == 0 means C is not read (may hold NaN). */
+	 * beta == 0 means C is not read (may hold NaN); alpha == 0 or K == 0:
+	 * C = beta * C, A and B not read. */
 	void (*gemm)(HwBackend *be, bool transA, bool transB, int M, int N, int K,
 				 float alpha, const float *A, int lda, const float *B, int ldb,
 				 float beta, float *C, int ldc);
@@ -315,9 +317,12 @@ struct HwBackend
 	int                 n_threads; /* CPU: OpenMP team size used by entries (0 = default) */
 };
 
-/* The CPU backend (OpenBLAS sgemm in fixed row blocks + OpenMP).  n_threads 0
- * = omp_get_max_threads().  Sets OpenBLAS to 1 thread: the backend does its
- * own (thread-count independent) blocking. */
+/* The CPU backend (its own fp32 and bf16 GEMM kernels, OpenBLAS sgemm in
+ * fixed blocks where the processor lacks them, OpenMP).  n_threads 0 =
+ * omp_get_max_threads().  Sets OpenBLAS to 1 thread: the backend does its
+ * own (thread-count independent) blocking.  Like every backend, one
+ * thread calls it at a time, never from inside an OpenMP parallel region
+ * (its buffers are its own, sliced per thread of a call). */
 HwBackend *hw_backend_cpu_create(int n_threads, HwError *err);
 void       hw_backend_destroy(HwBackend *be);
 

@@ -31,11 +31,11 @@
  *    O(100)-term sums of O(1) values that is ~1e-6 relative.  We allow
  *    atol 1e-5 + rtol 1e-4 (1e-4 / 1e-3 where a reduction feeds a
  *    division, e.g. RMSNorm backward).
- *  - GEMM in fp32 mode: SGEMM vs OpenBLAS, K-term sums in other orders:
+ *  - GEMM in fp32 mode: SGEMM vs the CPU backend's GEMM, K-term sums in other orders:
  *    rtol 1e-4 relative to sqrt(K) * rms(A) * rms(B) (the scale of an entry).
  *  - GEMM in bf16 modes: each operand is rounded to 8 significant bits
  *    (relative error <= 2^-9), so each product a*b carries <= 2^-8 + 2^-18
- *    relative error, and the fp32 sums (ours and OpenBLAS's) add <= K 2^-24
+ *    relative error, and the fp32 sums (the GPU's and the CPU's) add <= K 2^-24
  *    each: per element |err| <= (2^-8 + 2^-18 + 2K 2^-24) * |alpha| *
  *    sum_k |a_ik| |b_kj| (a rigorous first-order bound; the sum of |a||b| is
  *    computed with the CPU GEMM on |A|, |B|).  A statistical sqrt(K) bound is

@@ -5,7 +5,8 @@
  * in blocks, against an emulation of the documented arithmetic (fmaf
  * chains over k, block by block) bit for bit and against a double
  * reference; the same bits at any thread count and from the AVX2 build;
- * OpenBLAS when the kernel is disabled.
+ * no read past the end of a B read in place; OpenBLAS when the kernel is
+ * disabled.
  */
 #include "unit.h"
 #include "core/backend.h"
@@ -16,6 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct Shape
 {
@@ -114,6 +117,8 @@ static const Shape shapes[] = {
 	{true, true, 13, 200, 1025, 1.0f, 0.5f},        /* just past the unblocked K */
 	{false, false, 64, 64, 64, -0.75f, 1.5f},       /* the optimiser's alpha and beta */
 	{true, false, 290, 17, 1100, 1.0f, 0.0f},       /* more rows than a long-K task takes */
+	{false, false, 9, 21, 1024, 1.0f, 0.0f},        /* the longest K summed whole */
+	{true, false, 20, 40, 2000, 0.5f, 1.0f},        /* alpha on a sum in blocks */
 };
 
 UNIT_TEST(test_gemm_f32_any_matches_its_arithmetic)
@@ -225,5 +230,46 @@ UNIT_TEST(test_gemm_f32_any_disabled_runs_openblas)
 	free(own);
 	free(blas);
 	operands_free(&o);
+	hw_backend_destroy(be);
+}
+
+/* a B stored [K, N] with ldb = N (not a multiple of 16) is read in place
+ * up to its last element and no further: it ends at a page that faults
+ * on any access */
+UNIT_TEST(test_gemm_f32_any_reads_no_further_than_b)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(2, &err);
+	int        M = 5, N = 21, K = 40;
+	size_t     page = (size_t) sysconf(_SC_PAGESIZE), bytes = sizeof(float) * K * N;
+	size_t     span = (bytes + page - 1) / page * page;
+	char      *region = mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	float     *B, A[5 * 40], C[5 * 21];
+	uint64_t   seed = 9;
+
+	CHECK(be != NULL && region != MAP_FAILED);
+	CHECK(mprotect(region + span, page, PROT_NONE) == 0);
+	for (int blas = 0; blas < 2; blas++)
+	{
+		/* both kernels (AVX-512 where it runs, and the AVX2 build) */
+		B = (float *) (region + span - bytes);
+		for (int i = 0; i < K * N; i++)
+			B[i] = frand(&seed);
+		for (int i = 0; i < M * K; i++)
+			A[i] = frand(&seed);
+		cpu_f32_packed_force_avx2(blas == 1);
+		be->ops->gemm(be, false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+		cpu_f32_packed_force_avx2(false);
+		for (int i = 0; i < M; i++)
+			for (int j = 0; j < N; j++)
+			{
+				double r = 0;
+
+				for (int k = 0; k < K; k++)
+					r += (double) A[i * K + k] * B[(size_t) k * N + j];
+				CHECK_CLOSE(C[i * N + j], r, 1e-5, 1e-5);
+			}
+	}
+	munmap(region, span + page);
 	hw_backend_destroy(be);
 }

@@ -86,6 +86,8 @@ tod(const float *x, int64_t n)
 
 /* ------------------------------------------------------------ GEMM */
 
+/* the backend's GEMM on both of its paths: its own kernel (where the
+ * processor has it) and OpenBLAS in blocks (elsewhere, or disabled) */
 UNIT_TEST(ops_gemm_blocked_matches_naive)
 {
 	HwError    err = {0};
@@ -95,6 +97,7 @@ UNIT_TEST(ops_gemm_blocked_matches_naive)
 							  {64, 48, 9000} /* split K */};
 
 	hw_rng_seed(&R, 1);
+	for (int blas = 0; blas < 2; blas++)
 	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++)
 		for (int ta = 0; ta < 2; ta++)
 			for (int tb = 0; tb < 2; tb++)
@@ -115,6 +118,7 @@ UNIT_TEST(ops_gemm_blocked_matches_naive)
 								(tb ? Bm[(size_t) j * ldb + k] : Bm[(size_t) k * ldb + j]);
 						ref[(size_t) i * ldc + j] = 0.5 * s + 0.25 * C[(size_t) i * ldc + j];
 					}
+				hw_backend_cpu_disable_f32_pack(be, blas);
 				be->ops->gemm(be, ta, tb, M, N, K, 0.5f, A, lda, Bm, ldb, 0.25f, C, ldc);
 				for (int i = 0; i < M; i++)
 					if (!close_arr(C + (size_t) i * ldc, ref + (size_t) i * ldc, N, 1e-4 * sqrt(K), 1e-4, "gemm C"))
@@ -737,7 +741,8 @@ UNIT_TEST(ops_bias_backward_and_sumsq)
 	hw_backend_destroy(be);
 }
 
-/* Every blocking path gives the same bits with 1 and 2 threads. */
+/* Every blocking path gives the same bits with 1 and 2 threads, on the
+ * own kernel and on OpenBLAS. */
 UNIT_TEST(ops_gemm_thread_count_invariant)
 {
 	HwError    err = {0};
@@ -745,6 +750,7 @@ UNIT_TEST(ops_gemm_thread_count_invariant)
 	int        shapes[][3] = {{1100, 70, 33}, {300, 40, 17}, {20, 300, 50}, {64, 48, 9000}, {256, 64, 8192}};
 
 	hw_rng_seed(&R, 12);
+	for (int blas = 0; blas < 2; blas++)
 	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++)
 	{
 		int    M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
@@ -752,10 +758,13 @@ UNIT_TEST(ops_gemm_thread_count_invariant)
 		float *C1 = randf((int64_t) M * N, 1), *C2 = malloc(sizeof(float) * M * N);
 
 		memcpy(C2, C1, sizeof(float) * M * N);
+		hw_backend_cpu_disable_f32_pack(b1, blas);
+		hw_backend_cpu_disable_f32_pack(b2, blas);
 		/* the weight-gradient orientation: C = A^T B with A [K,M], B [K,N] */
 		b1->ops->gemm(b1, true, false, M, N, K, 1.0f, A, M, Bm, N, 1.0f, C1, N);
 		b2->ops->gemm(b2, true, false, M, N, K, 1.0f, A, M, Bm, N, 1.0f, C2, N);
-		CHECK_MSG(memcmp(C1, C2, sizeof(float) * M * N) == 0, "gemm %dx%dx%d differs between 1 and 2 threads", M, N, K);
+		CHECK_MSG(memcmp(C1, C2, sizeof(float) * M * N) == 0, "gemm %dx%dx%d (%s) differs between 1 and 2 threads", M, N,
+				  K, blas ? "OpenBLAS" : "own kernel");
 		free(A); free(Bm); free(C1); free(C2);
 	}
 	hw_backend_destroy(b1);

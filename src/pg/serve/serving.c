@@ -647,7 +647,7 @@ hw_weights_arg(FunctionCallInfo fcinfo, int argno, const char *task_ref)
 }
 
 /* Precision of the served model's layer GEMMs (HwPrecision): auto = bf16
- * on processors with AVX512_BF16 where it beats OpenBLAS's fp32 kernels
+ * on processors with AVX512_BF16 where it beats the fp32 products
  * (backend_cpu_blas.c; metrics unchanged to the third digit), fp32
  * elsewhere. */
 static int hw_inference_precision = HW_PRECISION_AUTO;
