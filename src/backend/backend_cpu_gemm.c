@@ -114,13 +114,17 @@ cpu_gemm(HwBackend *be, bool tA, bool tB, int M, int N, int K, float alpha,
 	}
 }
 
-/* backend.h gemm_rows_batched: one single-threaded sgemm per product,
+/* backend.h gemm_rows_batched: the nb products' rows lie one after another,
+ * so the own fp32 kernel computes them in one call (a row's bits never depend
+ * on the call there); without it, one single-threaded sgemm per product,
  * products shared by the team (so a product never depends on nb). */
 void
 cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A, int lda,
 					  const float *W, float beta, float *C, int ldc)
 {
 	if (nb <= 0 || M <= 0 || N <= 0 || K <= 0)
+		return;
+	if (cpu_gemm_f32_any(be, false, true, nb * M, N, K, 1.0f, A, lda, W, K, beta, C, ldc))
 		return;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_nthreads(be)) if (nb > 1)
 	for (int i = 0; i < nb; i++)
@@ -129,13 +133,18 @@ cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A
 }
 
 /* backend.h gemm_rows_ragged: as gemm_rows_batched, products of varied
- * heights (one single-threaded sgemm each, so a product's bits depend only
- * on its own operands and shape). */
+ * heights (rows off[0] .. off[nb] in one call of the own kernel, else one
+ * single-threaded sgemm each, so a product's bits depend only on its own
+ * operands and shape). */
 void
 cpu_gemm_rows_ragged(HwBackend *be, int nb, const int32_t *off, int N, int K, const float *A, int lda,
 					 const float *W, float beta, float *C, int ldc)
 {
 	if (nb <= 0 || N <= 0 || K <= 0)
+		return;
+	if (off[nb] <= off[0] ||
+		cpu_gemm_f32_any(be, false, true, off[nb] - off[0], N, K, 1.0f, A + (size_t) off[0] * lda, lda, W, K, beta,
+						 C + (size_t) off[0] * ldc, ldc))
 		return;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_nthreads(be)) if (nb > 1)
 	for (int i = 0; i < nb; i++)
