@@ -249,6 +249,64 @@ cpu_encoder_backward(HwBackend *be, const HwEncGrads *g, const float *de, const 
 
 /* ---------------------------------------------------------------- QK-norm */
 
+/* GCC vector types: one zmm, two ymm or four xmm by the clone, the same
+ * operations per lane (aligned(4): loads from any float address) */
+typedef float v16sf __attribute__((vector_size(64), aligned(4)));
+typedef float v8sf __attribute__((vector_size(32), aligned(4)));
+typedef float v4sf __attribute__((vector_size(16), aligned(4)));
+
+/* sum of x[i]^2, i < n: sixteen running sums (lane j takes i = j mod 16),
+ * then added pairwise (8, 4, 2, 1 apart).  Spelled with vector types so
+ * the sums stay in registers: a "simd reduction" pragma spilled them and
+ * added the lanes one by one from memory. */
+static inline float
+sumsq_lanes(const float *x, int n)
+{
+	v16sf acc = { 0 }, a;
+	v8sf  h8, l8;
+	v4sf  h4, l4;
+	int   i = 0;
+
+	for (; i + 16 <= n; i += 16)
+	{
+		memcpy(&a, x + i, sizeof a);
+		acc += a * a;
+	}
+	if (i < n)
+	{
+		float lane[16];
+
+		memcpy(lane, &acc, sizeof lane);
+		for (; i < n; i++)
+			lane[i & 15] += x[i] * x[i];
+		memcpy(&acc, lane, sizeof lane);
+	}
+	memcpy(&l8, &acc, sizeof l8);
+	memcpy(&h8, (const char *) &acc + sizeof l8, sizeof h8);
+	l8 += h8;
+	memcpy(&l4, &l8, sizeof l4);
+	memcpy(&h4, (const char *) &l8 + sizeof l4, sizeof h4);
+	l4 += h4;
+	return (l4[0] + l4[2]) + (l4[1] + l4[3]);
+}
+
+/* dst[i] = src[i] * f, i < n, sixteen at a time */
+static inline void
+scale_row(float *dst, const float *src, float f, int n)
+{
+	v16sf a;
+	int   i = 0;
+
+	for (; i + 16 <= n; i += 16)
+	{
+		memcpy(&a, src + i, sizeof a);
+		a *= f;
+		memcpy(dst + i, &a, sizeof a);
+	}
+	for (; i < n; i++)
+		dst[i] = src[i] * f;
+}
+
 SIMD_CLONES void
 cpu_qknorm_forward(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, float *knorm,
 				   const float *qkvg, const float *tau, int N, int H, int dh)
@@ -264,25 +322,12 @@ cpu_qknorm_forward(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, 
 		for (int h = 0; h < H; h++)
 		{
 			const float *q = row + h * dh, *k = row + D + h * dh;
-			float        sq = 0, sk = 0, nq, nk, fq, fk;
+			float        nq = sqrtf(sumsq_lanes(q, dh)), nk = sqrtf(sumsq_lanes(k, dh));
 
-#pragma omp simd reduction(+:sq, sk)
-			for (int i = 0; i < dh; i++)
-			{
-				sq += q[i] * q[i];
-				sk += k[i] * k[i];
-			}
-			nq = sqrtf(sq);
-			nk = sqrtf(sk);
 			qnorm[(size_t) n * H + h] = nq;
 			knorm[(size_t) n * H + h] = nk;
-			fq = tau[h] * isq / fmaxf(nq, 1e-6f);
-			fk = 1.0f / fmaxf(nk, 1e-6f);
-			for (int i = 0; i < dh; i++)
-			{
-				qs[(size_t) n * D + h * dh + i] = q[i] * fq;
-				kn[(size_t) n * D + h * dh + i] = k[i] * fk;
-			}
+			scale_row(qs + (size_t) n * D + h * dh, q, tau[h] * isq / fmaxf(nq, 1e-6f), dh);
+			scale_row(kn + (size_t) n * D + h * dh, k, 1.0f / fmaxf(nk, 1e-6f), dh);
 		}
 		memcpy(v + (size_t) n * D, row + 2 * D, D * sizeof(float));
 	}
