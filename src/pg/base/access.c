@@ -28,6 +28,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rls.h"
 
+#include "pg/base/pg_spi_saved.h"
 #include "pg/base/hw_pg.h"
 
 typedef struct ModelRow
@@ -47,7 +48,7 @@ model_row(int32 model_id, ModelRow *m, MemoryContext cxt)
 	bool isnull;
 
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT name, owner::oid, source_schema FROM headwater.model WHERE model_id = $1",
+	if (hw_spi_execute_saved("SELECT name, owner::oid, source_schema FROM headwater.model WHERE model_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
 							  NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.model");
@@ -87,7 +88,7 @@ granted_predict(int32 model_id)
 	bool ok = false;
 
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT grantee FROM headwater.model_grant WHERE model_id = $1",
+	if (hw_spi_execute_saved("SELECT grantee FROM headwater.model_grant WHERE model_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(model_id)},
 							  NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.model_grant");
@@ -183,7 +184,7 @@ hw_task_require_predict(int32 model_id, int32 task_id, const char *task_name)
 		elog(ERROR, "SPI_connect failed");
 	model_row(model_id, &m, cxt);
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT anchor_table FROM headwater.task WHERE task_id = $1",
+	if (hw_spi_execute_saved("SELECT anchor_table FROM headwater.task WHERE task_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(task_id)},
 							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "task \"%s\" vanished", task_name);
@@ -228,7 +229,7 @@ anchor_relid(int32 task_id)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT m.source_schema, t.anchor_table FROM headwater.task t "
+	if (hw_spi_execute_saved("SELECT m.source_schema, t.anchor_table FROM headwater.task t "
 							  "JOIN headwater.model m USING (model_id) WHERE t.task_id = $1",
 							  1, (Oid[]) {INT4OID}, (Datum[]) {Int32GetDatum(task_id)},
 							  NULL, true, 1) != SPI_OK_SELECT)

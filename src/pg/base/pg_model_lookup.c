@@ -7,6 +7,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
+#include "pg/base/pg_spi_saved.h"
 #include "pg/base/pg_model_lookup.h"
 #include "pg/base/pg_owner.h"
 
@@ -20,7 +21,7 @@ hw_pg_model_id(const char *model_name, bool missing_ok)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT model_id FROM headwater.model WHERE name = $1",
+	if (hw_spi_execute_saved("SELECT model_id FROM headwater.model WHERE name = $1",
 							  1, (Oid[]) {TEXTOID}, (Datum[]) {CStringGetTextDatum(model_name)},
 							  NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "model lookup failed");

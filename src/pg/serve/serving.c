@@ -41,6 +41,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "pg/base/pg_spi_saved.h"
 #include "pg/base/hw_pg.h"
 #include "pg/task/hw_pg_task.h"
 #include <stdlib.h>
@@ -251,7 +252,7 @@ model_state_key(int32 model_id, char **model_name)
 	Oid     argtypes[1] = {INT4OID};
 	Datum   values[1] = {Int32GetDatum(model_id)};
 
-	if (SPI_execute_with_args(
+	if (hw_spi_execute_saved(
 			"SELECT m.xmin::text || '/' || m.ctid::text || '/' || "
 			"(EXTRACT(epoch FROM coalesce(m.refreshed_at, m.created_at)) * 1000000)::int8 || '/' || "
 			"(SELECT coalesce(string_agg(t.task_id::text || '@' || t.xmin::text || t.ctid::text, ',' "

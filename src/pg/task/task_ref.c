@@ -28,6 +28,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "pg/base/pg_spi_saved.h"
 #include "pg/base/hw_pg.h"
 #include "pg/task/hw_pg_task.h"
 
@@ -62,7 +63,7 @@ hw_pg_task_id_in_model(int32 model_id, const char *name)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT task_id FROM headwater.task WHERE model_id = $1 AND name = $2",
+	if (hw_spi_execute_saved("SELECT task_id FROM headwater.task WHERE model_id = $1 AND name = $2",
 							  2, (Oid[]) {INT4OID, TEXTOID},
 							  (Datum[]) {Int32GetDatum(model_id), CStringGetTextDatum(name)},
 							  NULL, true, 1) != SPI_OK_SELECT)
@@ -116,7 +117,7 @@ lookup_short(const char *task_ref, bool missing_ok, int32 *model_id, int32 *task
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	hw_become_owner(&as);
-	if (SPI_execute_with_args("SELECT t.model_id, t.task_id, m.owner::oid, m.name "
+	if (hw_spi_execute_saved("SELECT t.model_id, t.task_id, m.owner::oid, m.name "
 							  "FROM headwater.task t JOIN headwater.model m USING (model_id) "
 							  "WHERE t.name = $1 ORDER BY m.name",
 							  1, (Oid[]) {TEXTOID}, (Datum[]) {CStringGetTextDatum(task_ref)},

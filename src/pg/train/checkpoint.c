@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
+#include "pg/base/pg_spi_saved.h"
 #include "pg/base/hw_pg.h"
 #include "pg/train/hw_checkpoint.h"
 #include "pg/base/hw_settings_pg.h"
@@ -196,7 +197,7 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 			  "   ORDER BY job_id DESC LIMIT 1) "
 			  "ORDER BY step DESC, checkpoint_id DESC LIMIT 1";
 #undef TASK_ORDER
-	if (SPI_execute_with_args(sql, 4, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (hw_spi_execute_saved(sql, 4, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read headwater.checkpoint");
 	if (SPI_processed != 1)
 		return false;
@@ -234,7 +235,7 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 		Oid     bargtypes[2] = {INT4OID, INT8OID};
 		Datum   bvalues[2] = {Int32GetDatum(model_id), Int64GetDatum(info->lineage)};
 
-		if (SPI_execute_with_args("SELECT min(val_metric) FROM headwater.checkpoint "
+		if (hw_spi_execute_saved("SELECT min(val_metric) FROM headwater.checkpoint "
 								  "WHERE model_id = $1 AND lineage = $2",
 								  2, bargtypes, bvalues, NULL, false, 1) == SPI_OK_SELECT)
 		{
