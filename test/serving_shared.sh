@@ -84,6 +84,28 @@ chmod 700 "$dir"
 expect "an unwritable cache directory: same predictions from a private load" \
 	$([ "$got" = "$newpriv" ] && echo 1 || echo 0) "${got:0:200}"
 
+# the per-call lookups run from plans saved per session: in one session,
+# a column added to and dropped from headwater.task between calls, then the
+# extension dropped and created again, must give the same predictions and
+# then the plain "does not exist" error (replanned, not a stale plan)
+one=$(psql -X -qAt -d "$db" -v ON_ERROR_STOP=0 2>&1 <<SQL
+$preds;
+SET client_min_messages = warning;
+ALTER TABLE headwater.task ADD COLUMN probe int;
+$preds;
+ALTER TABLE headwater.task DROP COLUMN probe;
+$preds;
+DROP EXTENSION headwater CASCADE;
+CREATE EXTENSION headwater;
+SELECT rt_predict('status', 1);
+SQL
+)
+readarray -t lines <<< "$one"
+expect "saved plans: the same predictions after headwater.task changed in the session" \
+	$([ "${lines[0]}" = "$got" ] && [ "${lines[1]}" = "$got" ] && [ "${lines[2]}" = "$got" ] && echo 1 || echo 0) "${one:0:300}"
+expect "saved plans: after DROP and CREATE EXTENSION in the session, the task is not found (no stale plan)" \
+	$(echo "$one" | grep -q 'task "status" does not exist' && ! echo "$one" | grep -qi 'cache lookup\|could not open relation\|internal' && echo 1 || echo 0) "${one:0:400}"
+
 if [ "$(grep -c "terminated by signal" "$HW_CLUSTER_DIR/server.log")" -gt "$signals_before" ]; then
 	not_ok "no backend was terminated by a signal (no crash)" "$(grep "terminated by signal" "$HW_CLUSTER_DIR/server.log" | tail -3)"
 else

@@ -11,7 +11,7 @@
  * run on the cells whose output can still reach a target (model_reach.c),
  * when those are few; the first layers stay whole.
  *
- * Precision: the layers' GEMMs in fp32 (OpenBLAS blocks) or, after
+ * Precision: the layers' GEMMs in fp32 (per-sequence products) or, after
  * hw_model_set_inference_precision, on packed weights in fp32 or bf16
  * (model_precision.c); the rest stays fp32.  Every row is computed by the
  * same kernels whatever the other
@@ -56,7 +56,7 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
  * W[n0:n0+N, :]^T, M = nb*rows rows of stride lda.  With the model's packed
  * copies (m->pk, hw_model_set_inference_precision) one call, bf16 or fp32,
  * whose every row is computed alike whatever M (backend.h gemm_bf16,
- * gemm_f32_packed); else fp32 OpenBLAS blocks.
+ * gemm_f32_packed); else fp32 per-sequence products (gemm_blocks).
  */
 static void
 packed_gemm(HwModel *m, int slot, int M, int n0, int N, int K, const float *A, int lda, float beta, float *C,
