@@ -22,7 +22,7 @@ scratch_free(Scratch *w)
 	free(w->colmark); free(w->colslot); free(w->edges);
 	free(w->row_start); free(w->row_len); free(w->row_hops);
 	free(w->deg); free(w->nb_off); free(w->nb_cur); free(w->nb); free(w->order); free(w->queue);
-	free(w->seen); free(w->distinct); free(w->count);
+	free(w->seen); free(w->distinct); free(w->count); free(w->memo);
 	free(w);
 }
 

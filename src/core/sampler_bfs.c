@@ -447,9 +447,8 @@ write_row_features(SeqState *st, uint32_t g, uint32_t link, int first)
 	uint32_t  mkey[HW_MEAN_SLOTS];
 	float     mval[HW_MEAN_SLOTS * HW_CHILD_WINDOWS];
 
-	sampler_row_child_counts(st->s, g, st->obs, ckey, ccnt);
-	sampler_row_child_means(st->s, g, st->obs, t->kind == HW_TASK_CELL ? t->anchor_table : -1,
-							t->kind == HW_TASK_CELL ? t->target_col : -1, mkey, mval);
+	sampler_row_count_mean_features(st->s, st->w, g, st->obs, t->kind == HW_TASK_CELL ? t->anchor_table : -1,
+									t->kind == HW_TASK_CELL ? t->target_col : -1, ckey, ccnt, mkey, mval);
 	if (st->s->label_idx)
 		prepend_label_means(st, g, mkey, mval);
 	for (int c = first; c < st->ncells; c++)

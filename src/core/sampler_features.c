@@ -444,3 +444,46 @@ sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_ta
 		k0 = e1;
 	}
 }
+
+/* memo slot of (g, obs): a hash of both, FEAT_MEMO a power of two */
+static inline uint32_t
+memo_slot(uint32_t g, int64_t obs)
+{
+	uint64_t h = ((uint64_t) g * 0x9E3779B97F4A7C15ull) ^ ((uint64_t) obs * 0xC2B2AE3D27D4EB4Full);
+
+	return (uint32_t) (h >> 40) & (FEAT_MEMO - 1);
+}
+
+/*
+ * Row g's child counts and child means at obs (sampler_row_child_counts,
+ * sampler_row_child_means), through the thread's memo (FeatMemo in
+ * sampler_internal.h): the stored results when the slot holds the same
+ * (g, obs, excluded column), else computed and stored.
+ */
+void
+sampler_row_count_mean_features(const HwSampler *s, Scratch *w, uint32_t g, int64_t obs, int excl_table,
+								int excl_col, uint32_t *ckey, uint16_t *ccnt, uint32_t *mkey, float *mval)
+{
+	FeatMemo *e;
+
+	if (w->memo == NULL && !w->memo_failed)
+		w->memo_failed = (w->memo = calloc(FEAT_MEMO, sizeof(FeatMemo))) == NULL;
+	e = w->memo ? &w->memo[memo_slot(g, obs)] : NULL;
+	if (e && e->used && e->g == g && e->obs == obs && e->excl_table == excl_table && e->excl_col == excl_col)
+	{
+		memcpy(ckey, e->ckey, sizeof(e->ckey));
+		memcpy(ccnt, e->ccnt, sizeof(e->ccnt));
+		memcpy(mkey, e->mkey, sizeof(e->mkey));
+		memcpy(mval, e->mval, sizeof(e->mval));
+		return;
+	}
+	sampler_row_child_counts(s, g, obs, ckey, ccnt);
+	sampler_row_child_means(s, g, obs, excl_table, excl_col, mkey, mval);
+	if (e == NULL)
+		return;
+	*e = (FeatMemo) {.g = g, .excl_table = excl_table, .excl_col = excl_col, .used = true, .obs = obs};
+	memcpy(e->ckey, ckey, sizeof(e->ckey));
+	memcpy(e->ccnt, ccnt, sizeof(e->ccnt));
+	memcpy(e->mkey, mkey, sizeof(e->mkey));
+	memcpy(e->mval, mval, sizeof(e->mval));
+}

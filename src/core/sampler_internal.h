@@ -145,6 +145,29 @@ typedef struct HeapEnt
 	uint32_t link;              /* link key of the edge that reached the row (0: none) */
 } HeapEnt;
 
+/*
+ * A row's count and mean features at an observation time (sampler_features.c)
+ * are a pure function of (row, obs, the excluded target column), and the
+ * same parents recur across the sequences of a batch and across batches
+ * (every player of a team observed on the same day reaches the team row,
+ * whose thousands of matches the means read).  Each thread keeps the last
+ * results in a direct-mapped table of FEAT_MEMO entries (~0.6 MB), so a
+ * repeat costs a copy; the features are the same bits either way.
+ */
+#define FEAT_MEMO 1024
+
+typedef struct FeatMemo
+{
+	uint32_t g;
+	int32_t  excl_table, excl_col;
+	bool     used;
+	int64_t  obs;
+	uint32_t ckey[HW_CHILD_LINKS];
+	uint16_t ccnt[HW_CHILD_LINKS * HW_CHILD_WINDOWS];
+	uint32_t mkey[HW_MEAN_SLOTS];
+	float    mval[HW_MEAN_SLOTS * HW_CHILD_WINDOWS];
+} FeatMemo;
+
 typedef struct Scratch
 {
 	uint32_t *visit_gen;        /* [nrows] == gen: taken in this sequence */
@@ -168,6 +191,8 @@ typedef struct Scratch
 	int32_t  *distinct;         /* distinct column ids of a sequence */
 	uint16_t *count;
 	uint32_t  cur_link;         /* link key heap_push gives the rows it pushes (0: none) */
+	FeatMemo *memo;             /* [FEAT_MEMO], allocated at first use; NULL: none */
+	bool      memo_failed;      /* its allocation failed: compute every time */
 } Scratch;
 
 typedef struct SeqOut
@@ -336,6 +361,8 @@ int  sampler_emit_row(const HwSampler *s, HwBatch *bt, size_t base, int ncells, 
 void sampler_init_fk_means(HwSampler *s, int f);
 int  sampler_init_descendant_paths(HwSampler *s);
 void sampler_row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *key, uint16_t *cnt);
+void sampler_row_count_mean_features(const HwSampler *s, Scratch *w, uint32_t g, int64_t obs, int excl_table,
+									 int excl_col, uint32_t *ckey, uint16_t *ccnt, uint32_t *mkey, float *mval);
 void sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_table, int excl_col,
 							 uint32_t *key, float *mean);
 

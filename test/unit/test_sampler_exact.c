@@ -394,6 +394,104 @@ UNIT_TEST(sampler_child_means_hand_case)
 }
 
 
+/* the first cell after the seed row's that carries counts (the customer's) */
+static int
+customer_cell(const HwBatch *b, int seq, int S)
+{
+	for (int c = seq * S; c < (seq + 1) * S; c++)
+		if (!b->is_padding[c] && b->child_key[(size_t) c * HW_CHILD_LINKS] != 0)
+			return c;
+	return -1;
+}
+
+/* A thread keeps a row's count and mean features by (row, obs, excluded
+ * target column) (FeatMemo): one sampler on one thread with two tasks
+ * reaches customer c0 from o1 (day 20), from o2 (day 30), from o1 again,
+ * and from o1 for the task on orders.amount itself; each must get the
+ * features of its own observation time and task, not the last ones kept. */
+UNIT_TEST(sampler_feature_memo_keys)
+{
+	HwSnapshot *s = tiny();
+	HwError err = {0};
+	const int c0_days[3] = {10, 20, 30};
+	float c0_amount[3], at20[HW_CHILD_WINDOWS], at30[HW_CHILD_WINDOWS];
+	HwTask *tasks[2];
+	HwSamplerConfig cfg;
+	HwSampler *sm;
+	static const struct { int task; uint32_t seed; int day; } steps[] = {{0, 1, 20}, {0, 2, 30}, {0, 1, 20}, {1, 1, 20}};
+
+	CHECK(s != NULL);
+	for (int r = 0; r < 3; r++)
+		c0_amount[r] = synth_col(s, 1, "amount")->f32[r];
+	naive_child_means(s, c0_days, c0_amount, 3, 20, true, at20);
+	naive_child_means(s, c0_days, c0_amount, 3, 30, true, at30);
+	CHECK(at20[0] != at30[0]);
+	tasks[0] = hw_task_new("at", HW_TASK_CELL, &err);
+	tasks[1] = hw_task_new("amount", HW_TASK_CELL, &err);
+	CHECK(hw_task_build_cell(tasks[0], s, 1, 2, &err) == HW_OK);
+	CHECK(hw_task_build_cell(tasks[1], s, 1, 3, &err) == HW_OK);
+	hw_sampler_config_default(&cfg);
+	cfg.batch_size = 1;
+	cfg.seq_len = 16;
+	cfg.n_threads = 1;
+	sm = hw_sampler_create(s, tasks, 2, &cfg, &err);
+	CHECK_MSG(sm != NULL, "%s", err.msg);
+	for (int k = 0; k < 4; k++)
+	{
+		HwBatch *b = NULL;
+		int      cust;
+
+		CHECK(hw_sampler_seed_batch(sm, steps[k].task, &steps[k].seed, 1, &b, &err) == HW_OK);
+		cust = customer_cell(b, 0, 16);
+		CHECK_MSG(cust > 0, "step %d", k);
+		if (steps[k].task == 1)
+			CHECK_MSG(means_are(b, cust, NULL), "step %d: the task on amount averages no amount", k);
+		else
+			CHECK_MSG(means_are(b, cust, steps[k].day == 20 ? at20 : at30), "step %d (day %d)", k, steps[k].day);
+		hw_batch_free(b);
+	}
+	/* far more (row, obs) keys than the table has slots, two observation
+	 * days alternating (plus k microseconds: the same windows), so slots are
+	 * shared by keys of both days */
+	{
+		enum { N = 4096 };         /* four times the memo's 1,024 slots */
+		uint32_t *rows = malloc(sizeof(uint32_t) * N);
+		int64_t  *obs = malloc(sizeof(int64_t) * N);
+		HwBatch  *b = NULL;
+		int       bad = -1;
+
+		for (int k = 0; k < N; k++)
+		{
+			rows[k] = s->tables[1].row_offset + 1;              /* o1 */
+			obs[k] = T0_US + (k % 2 ? 30 : 20) * DAY_US + k;
+		}
+		CHECK(hw_sampler_build_for_seeds(sm, 0, rows, obs, N, &b, &err) == HW_OK);
+		for (int k = 0; k < N && bad < 0; k++)
+		{
+			if (customer_cell(b, k, 16) < 0)
+			{
+				bad = k;
+				break;
+			}
+			const float *want = k % 2 ? at30 : at20;
+			int          cust = customer_cell(b, k, 16);
+			const float *m = b->child_mean + (size_t) (cust < 0 ? 0 : cust) * HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
+
+			for (int w = 0; w < HW_CHILD_WINDOWS; w++)
+				if (fabsf(m[w] - want[w]) > 1e-5f)
+					bad = k;
+		}
+		CHECK_MSG(bad < 0, "sequence %d (day %d): the means of another observation time", bad, bad % 2 ? 30 : 20);
+		hw_batch_free(b);
+		free(rows);
+		free(obs);
+	}
+	hw_sampler_free(sm);
+	hw_task_free(tasks[0]);
+	hw_task_free(tasks[1]);
+	synth_free(s);
+}
+
 UNIT_TEST(sampler_exact_cell_task_sequence_key_cells)
 {
 	HwSnapshot *s = tiny();
