@@ -457,8 +457,9 @@ memo_slot(uint32_t g, int64_t obs)
 /*
  * Row g's child counts and child means at obs (sampler_row_child_counts,
  * sampler_row_child_means), through the thread's memo (FeatMemo in
- * sampler_internal.h): the stored results when the slot holds the same
- * (g, obs, excluded column), else computed and stored.
+ * sampler_internal.h) for a row with many children: the stored results
+ * when the slot holds the same (g, obs, excluded column), else computed
+ * and stored.
  */
 void
 sampler_row_count_mean_features(const HwSampler *s, Scratch *w, uint32_t g, int64_t obs, int excl_table,
@@ -466,6 +467,12 @@ sampler_row_count_mean_features(const HwSampler *s, Scratch *w, uint32_t g, int6
 {
 	FeatMemo *e;
 
+	if (s->snap->pf_off[g + 1] - s->snap->pf_off[g] < FEAT_MEMO_MIN_EDGES)
+	{
+		sampler_row_child_counts(s, g, obs, ckey, ccnt);
+		sampler_row_child_means(s, g, obs, excl_table, excl_col, mkey, mval);
+		return;
+	}
 	if (w->memo == NULL && !w->memo_failed)
 		w->memo_failed = (w->memo = calloc(FEAT_MEMO, sizeof(FeatMemo))) == NULL;
 	e = w->memo ? &w->memo[memo_slot(g, obs)] : NULL;

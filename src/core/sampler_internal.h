@@ -151,10 +151,13 @@ typedef struct HeapEnt
  * same parents recur across the sequences of a batch and across batches
  * (every player of a team observed on the same day reaches the team row,
  * whose thousands of matches the means read).  Each thread keeps the last
- * results in a direct-mapped table of FEAT_MEMO entries (~0.6 MB), so a
- * repeat costs a copy; the features are the same bits either way.
+ * results of rows with at least FEAT_MEMO_MIN_EDGES children in a
+ * direct-mapped table of FEAT_MEMO entries (~0.6 MB), so a repeat costs a
+ * copy; a row with fewer is cheaper to compute than to keep.  The features
+ * are the same bits either way.
  */
-#define FEAT_MEMO 1024
+#define FEAT_MEMO           1024
+#define FEAT_MEMO_MIN_EDGES 64
 
 typedef struct FeatMemo
 {

@@ -404,91 +404,96 @@ customer_cell(const HwBatch *b, int seq, int S)
 	return -1;
 }
 
-/* A thread keeps a row's count and mean features by (row, obs, excluded
- * target column) (FeatMemo): one sampler on one thread with two tasks
- * reaches customer c0 from o1 (day 20), from o2 (day 30), from o1 again,
- * and from o1 for the task on orders.amount itself; each must get the
- * features of its own observation time and task, not the last ones kept. */
+/* customer 0 with BUSY_ORDERS orders on days 1, 2, ... (amount 3 * day),
+ * customer 1 with one: enough children for the feature memo */
+enum { BUSY_ORDERS = 99 };
+
+static HwSnapshot *
+busy_customer(void)
+{
+	HwSnapshot *s = synth_new(4);
+	int c = synth_add_table(s, "customer", 2, "id:identifier,age:numerical", -1);
+	int o = synth_add_table(s, "orders", BUSY_ORDERS + 1, "id:identifier,customer_id:identifier,at:timestamp,amount:numerical", 2);
+	int fk = synth_add_fk(s, "orders_customer_id_fkey", o, c);
+
+	for (int r = 0; r <= BUSY_ORDERS; r++)
+	{
+		synth_edge(s, synth_row(s, o, r), synth_row(s, c, r < BUSY_ORDERS ? 0 : 1), fk);
+		synth_col(s, o, "at")->i64[r] = T0_US + (r + 1) * DAY_US;
+		synth_col(s, o, "amount")->f32[r] = 3.0f * (r + 1);
+	}
+	return synth_finish(s) == 0 ? s : NULL;
+}
+
+/* A thread keeps the count and mean features of a row with many children
+ * by (row, obs, excluded target column) (FeatMemo): one sampler on one
+ * thread with two tasks reaches the busy customer from one order at
+ * observation days 50 and 70, alternating (plus k microseconds: the same
+ * windows), 4,096 times, four times the memo's slots, so slots are shared
+ * by keys of both days; then from the task on orders.amount itself.  Each
+ * sequence must get the features of its own observation time and task. */
 UNIT_TEST(sampler_feature_memo_keys)
 {
-	HwSnapshot *s = tiny();
+	enum { N = 4096, S = 16 };
+	HwSnapshot *s = busy_customer();
 	HwError err = {0};
-	const int c0_days[3] = {10, 20, 30};
-	float c0_amount[3], at20[HW_CHILD_WINDOWS], at30[HW_CHILD_WINDOWS];
+	int days[BUSY_ORDERS];
+	float amount[BUSY_ORDERS], at50[HW_CHILD_WINDOWS], at70[HW_CHILD_WINDOWS];
 	HwTask *tasks[2];
 	HwSamplerConfig cfg;
 	HwSampler *sm;
-	static const struct { int task; uint32_t seed; int day; } steps[] = {{0, 1, 20}, {0, 2, 30}, {0, 1, 20}, {1, 1, 20}};
+	uint32_t *rows = malloc(sizeof(uint32_t) * N);
+	int64_t  *obs = malloc(sizeof(int64_t) * N);
+	HwBatch  *b = NULL;
+	int       bad = -1;
 
 	CHECK(s != NULL);
-	for (int r = 0; r < 3; r++)
-		c0_amount[r] = synth_col(s, 1, "amount")->f32[r];
-	naive_child_means(s, c0_days, c0_amount, 3, 20, true, at20);
-	naive_child_means(s, c0_days, c0_amount, 3, 30, true, at30);
-	CHECK(at20[0] != at30[0]);
+	for (int r = 0; r < BUSY_ORDERS; r++)
+	{
+		days[r] = r + 1;
+		amount[r] = synth_col(s, 1, "amount")->f32[r];
+	}
+	naive_child_means(s, days, amount, BUSY_ORDERS, 50, true, at50);
+	naive_child_means(s, days, amount, BUSY_ORDERS, 70, true, at70);
+	CHECK(at50[0] != at70[0]);
 	tasks[0] = hw_task_new("at", HW_TASK_CELL, &err);
 	tasks[1] = hw_task_new("amount", HW_TASK_CELL, &err);
 	CHECK(hw_task_build_cell(tasks[0], s, 1, 2, &err) == HW_OK);
 	CHECK(hw_task_build_cell(tasks[1], s, 1, 3, &err) == HW_OK);
 	hw_sampler_config_default(&cfg);
-	cfg.batch_size = 1;
-	cfg.seq_len = 16;
+	cfg.seq_len = S;
 	cfg.n_threads = 1;
 	sm = hw_sampler_create(s, tasks, 2, &cfg, &err);
 	CHECK_MSG(sm != NULL, "%s", err.msg);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < N; k++)
 	{
-		HwBatch *b = NULL;
-		int      cust;
-
-		CHECK(hw_sampler_seed_batch(sm, steps[k].task, &steps[k].seed, 1, &b, &err) == HW_OK);
-		cust = customer_cell(b, 0, 16);
-		CHECK_MSG(cust > 0, "step %d", k);
-		if (steps[k].task == 1)
-			CHECK_MSG(means_are(b, cust, NULL), "step %d: the task on amount averages no amount", k);
-		else
-			CHECK_MSG(means_are(b, cust, steps[k].day == 20 ? at20 : at30), "step %d (day %d)", k, steps[k].day);
-		hw_batch_free(b);
+		rows[k] = s->tables[1].row_offset + 39;          /* the order of day 40 */
+		obs[k] = T0_US + (k % 2 ? 70 : 50) * DAY_US + k;
 	}
-	/* far more (row, obs) keys than the table has slots, two observation
-	 * days alternating (plus k microseconds: the same windows), so slots are
-	 * shared by keys of both days */
+	CHECK(hw_sampler_build_for_seeds(sm, 0, rows, obs, N, &b, &err) == HW_OK);
+	for (int k = 0; k < N && bad < 0; k++)
 	{
-		enum { N = 4096 };         /* four times the memo's 1,024 slots */
-		uint32_t *rows = malloc(sizeof(uint32_t) * N);
-		int64_t  *obs = malloc(sizeof(int64_t) * N);
-		HwBatch  *b = NULL;
-		int       bad = -1;
+		int cust = customer_cell(b, k, S);
 
-		for (int k = 0; k < N; k++)
-		{
-			rows[k] = s->tables[1].row_offset + 1;              /* o1 */
-			obs[k] = T0_US + (k % 2 ? 30 : 20) * DAY_US + k;
-		}
-		CHECK(hw_sampler_build_for_seeds(sm, 0, rows, obs, N, &b, &err) == HW_OK);
-		for (int k = 0; k < N && bad < 0; k++)
-		{
-			if (customer_cell(b, k, 16) < 0)
-			{
-				bad = k;
-				break;
-			}
-			const float *want = k % 2 ? at30 : at20;
-			int          cust = customer_cell(b, k, 16);
-			const float *m = b->child_mean + (size_t) (cust < 0 ? 0 : cust) * HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
-
-			for (int w = 0; w < HW_CHILD_WINDOWS; w++)
-				if (fabsf(m[w] - want[w]) > 1e-5f)
-					bad = k;
-		}
-		CHECK_MSG(bad < 0, "sequence %d (day %d): the means of another observation time", bad, bad % 2 ? 30 : 20);
-		hw_batch_free(b);
-		free(rows);
-		free(obs);
+		if (cust < 0 || !means_are(b, cust, k % 2 ? at70 : at50))
+			bad = k;
 	}
+	CHECK_MSG(bad < 0, "sequence %d (day %d): the means of another observation time", bad, bad % 2 ? 70 : 50);
+	hw_batch_free(b);
+	/* the last keys kept, for the task on amount: no mean of amount anywhere */
+	CHECK(hw_sampler_build_for_seeds(sm, 1, rows + N - 8, obs + N - 8, 8, &b, &err) == HW_OK);
+	for (int k = 0; k < 8; k++)
+	{
+		int cust = customer_cell(b, k, S);
+
+		CHECK_MSG(cust >= 0 && means_are(b, cust, NULL), "sequence %d of the task on amount", k);
+	}
+	hw_batch_free(b);
 	hw_sampler_free(sm);
 	hw_task_free(tasks[0]);
 	hw_task_free(tasks[1]);
+	free(rows);
+	free(obs);
 	synth_free(s);
 }
 
