@@ -11,16 +11,6 @@
 
 static HwRng R;
 
-static float *
-randf(int64_t n, double scale)
-{
-	float *x = malloc(sizeof(float) * (n > 0 ? n : 1));
-
-	for (int64_t i = 0; i < n; i++)
-		x[i] = (float) (scale * hw_rng_normal(&R));
-	return x;
-}
-
 /* The forward against a double reference, element by element, for head
  * widths below, at and above the kernel's 16 lanes (a tail of 8). */
 UNIT_TEST(ops_qknorm_forward_reference)
@@ -33,10 +23,14 @@ UNIT_TEST(ops_qknorm_forward_reference)
 	for (int t = 0; t < 3; t++)
 	{
 		int    N = 70, H = 3, dh = dhs[t], D = H * dh;
-		float *qkvg = randf((int64_t) N * 4 * D, 1), *tau = randf(H, 1);
+		float *qkvg = malloc(sizeof(float) * N * 4 * D), *tau = malloc(sizeof(float) * H);
 		float *qs = malloc(sizeof(float) * N * D), *kn = malloc(sizeof(float) * N * D);
 		float *v = malloc(sizeof(float) * N * D), *qn = malloc(sizeof(float) * N * H), *knn = malloc(sizeof(float) * N * H);
 
+		for (int i = 0; i < N * 4 * D; i++)
+			qkvg[i] = (float) hw_rng_normal(&R);
+		for (int h = 0; h < H; h++)
+			tau[h] = (float) hw_rng_normal(&R);
 		qkvg[5 * 4 * D + D] = 1e3f;                  /* one large key element */
 		be->ops->qknorm_forward(be, qs, kn, v, qn, knn, qkvg, tau, N, H, dh);
 		for (int n = 0; n < N; n++)
