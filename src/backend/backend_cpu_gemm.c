@@ -124,7 +124,8 @@ cpu_gemm_rows_batched(HwBackend *be, int nb, int M, int N, int K, const float *A
 {
 	if (nb <= 0 || M <= 0 || N <= 0 || K <= 0)
 		return;
-	if (cpu_gemm_f32_any(be, false, true, nb * M, N, K, 1.0f, A, lda, W, K, beta, C, ldc))
+	if ((int64_t) nb * M <= INT32_MAX &&
+		cpu_gemm_f32_any(be, false, true, nb * M, N, K, 1.0f, A, lda, W, K, beta, C, ldc))
 		return;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_nthreads(be)) if (nb > 1)
 	for (int i = 0; i < nb; i++)

@@ -249,8 +249,11 @@ cpu_encoder_backward(HwBackend *be, const HwEncGrads *g, const float *de, const 
 
 /* ---------------------------------------------------------------- QK-norm */
 
-/* GCC vector types: one zmm, two ymm or four xmm by the clone, the same
- * operations per lane (aligned(4): loads from any float address) */
+/* GCC vector types: one zmm, two ymm or four xmm by the clone (aligned(4):
+ * loads from any float address).  The lanes sum in the same order in every
+ * clone; the AVX-512 and AVX2 clones fuse the multiply-add where the
+ * baseline one rounds twice, so the last bits of a norm follow the ISA, as
+ * before. */
 typedef float v16sf __attribute__((vector_size(64), aligned(4)));
 typedef float v8sf __attribute__((vector_size(32), aligned(4)));
 typedef float v4sf __attribute__((vector_size(16), aligned(4)));
@@ -290,7 +293,8 @@ sumsq_lanes(const float *x, int n)
 	return (l4[0] + l4[2]) + (l4[1] + l4[3]);
 }
 
-/* dst[i] = src[i] * f, i < n, sixteen at a time */
+/* dst[i] = src[i] * f, i < n, sixteen at a time (a plain loop stored one
+ * float at a time: GCC could not prove dst and src apart) */
 static inline void
 scale_row(float *dst, const float *src, float f, int n)
 {

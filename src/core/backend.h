@@ -246,8 +246,9 @@ typedef struct HwBackendOps
 	/* Inference GEMMs, nb independent products of one shape (the CPU backend
 	 * provides it): for i < nb, C_i[M,N] (=, or beta*C_i +) A_i[M,K] @ W[N,K]^T
 	 * with A_i = A + i*M*lda, C_i = C + i*M*ldc.  Each product is computed
-	 * like a lone call of that shape (on the CPU: one single-threaded sgemm,
-	 * the nb products shared by the team), so a product's bits depend only
+	 * like a lone call of that shape (on the CPU: one call of the own fp32
+	 * kernel over all rows, whose rows never depend on the call, else one
+	 * single-threaded sgemm per product), so a product's bits depend only
 	 * on its own operands, never on nb or the thread count.  NULL (a
 	 * device): the model issues one gemm call of nb*M rows instead (the
 	 * products lie one after another). */

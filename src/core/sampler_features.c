@@ -445,6 +445,8 @@ sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_ta
 	}
 }
 
+_Static_assert((FEAT_MEMO & (FEAT_MEMO - 1)) == 0, "FEAT_MEMO must be a power of two");
+
 /* memo slot of (g, obs): a hash of both, FEAT_MEMO a power of two */
 static inline uint32_t
 memo_slot(uint32_t g, int64_t obs)

@@ -430,8 +430,10 @@ busy_customer(void)
  * thread with two tasks reaches the busy customer from one order at
  * observation days 50 and 70, alternating (plus k microseconds: the same
  * windows), 4,096 times, four times the memo's slots, so slots are shared
- * by keys of both days; then from the task on orders.amount itself.  Each
- * sequence must get the features of its own observation time and task. */
+ * by keys of both days; the last keys again (answered from the memo: the
+ * same bytes as the first time); then from the task on orders.amount
+ * itself.  Each sequence must get the features of its own observation time
+ * and task. */
 UNIT_TEST(sampler_feature_memo_keys)
 {
 	enum { N = 4096, S = 16 };
@@ -479,6 +481,30 @@ UNIT_TEST(sampler_feature_memo_keys)
 			bad = k;
 	}
 	CHECK_MSG(bad < 0, "sequence %d (day %d): the means of another observation time", bad, bad % 2 ? 70 : 50);
+	/* the last keys again (kept in the memo): the same bytes as their first
+	 * answers, counts and keys included */
+	{
+		HwBatch *again = NULL;
+
+		CHECK(hw_sampler_build_for_seeds(sm, 0, rows + N - 8, obs + N - 8, 8, &again, &err) == HW_OK);
+		for (int k = 0; k < 8; k++)
+		{
+			size_t c1 = (size_t) customer_cell(b, N - 8 + k, S), c2 = (size_t) customer_cell(again, k, S);
+
+			CHECK_MSG(memcmp(b->child_key + c1 * HW_CHILD_LINKS, again->child_key + c2 * HW_CHILD_LINKS,
+							 sizeof(uint32_t) * HW_CHILD_LINKS) == 0 &&
+					  memcmp(b->child_count + c1 * HW_CHILD_LINKS * HW_CHILD_WINDOWS,
+							 again->child_count + c2 * HW_CHILD_LINKS * HW_CHILD_WINDOWS,
+							 sizeof(uint16_t) * HW_CHILD_LINKS * HW_CHILD_WINDOWS) == 0 &&
+					  memcmp(b->mean_key + c1 * HW_MEAN_SLOTS, again->mean_key + c2 * HW_MEAN_SLOTS,
+							 sizeof(uint32_t) * HW_MEAN_SLOTS) == 0 &&
+					  memcmp(b->child_mean + c1 * HW_MEAN_SLOTS * HW_CHILD_WINDOWS,
+							 again->child_mean + c2 * HW_MEAN_SLOTS * HW_CHILD_WINDOWS,
+							 sizeof(float) * HW_MEAN_SLOTS * HW_CHILD_WINDOWS) == 0,
+					  "repeat %d: other features than its first answer", k);
+		}
+		hw_batch_free(again);
+	}
 	hw_batch_free(b);
 	/* the last keys kept, for the task on amount: no mean of amount anywhere */
 	CHECK(hw_sampler_build_for_seeds(sm, 1, rows + N - 8, obs + N - 8, 8, &b, &err) == HW_OK);

@@ -42,16 +42,19 @@ saved_add(const char *sql, int nargs, const Oid *argtypes)
 {
 	SPIPlanPtr plan;
 	SavedPlan *e;
+	char      *text;
 
 	if (nsaved >= SAVED_MAX || nargs > SAVED_ARGS)
 		return NULL;
+	/* the text first: an out-of-memory error then leaks no kept plan */
+	text = MemoryContextStrdup(TopMemoryContext, sql);
 	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
 	if (plan == NULL)
 		elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "could not keep the plan of \"%s\"", sql);
 	e = &saved[nsaved];
-	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	e->sql = text;
 	e->nargs = nargs;
 	memcpy(e->argtypes, argtypes, sizeof(Oid) * nargs);
 	e->plan = plan;

@@ -7,9 +7,10 @@
  * about 0.7 ms of a single-row call.  hw_spi_execute_saved prepares a
  * statement text once per backend (SPI_prepare + SPI_keepplan) and runs the
  * saved plan afterwards.  PostgreSQL's plan cache revalidates a saved plan
- * after DDL on what it reads and replans it when the search_path or the
- * role it depends on differs, so the answer is the one SPI_execute_with_args
- * would give.  For fixed statement texts only (string literals): a text
+ * after DDL on what it reads and re-parses it when the search_path differs
+ * (the callers pin it, pg_owner.h); privileges are checked at every
+ * execution as the current user, as for a statement parsed afresh.  So the
+ * answer is the one SPI_execute_with_args would give.  For fixed statement texts only (string literals): a text
  * built from names or values is never passed here.
  */
 #ifndef HW_PG_SPI_SAVED_H
