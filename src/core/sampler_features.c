@@ -467,17 +467,12 @@ void
 sampler_row_count_mean_features(const HwSampler *s, Scratch *w, uint32_t g, int64_t obs, int excl_table,
 								int excl_col, uint32_t *ckey, uint16_t *ccnt, uint32_t *mkey, float *mval)
 {
+	bool      keep = s->snap->pf_off[g + 1] - s->snap->pf_off[g] >= FEAT_MEMO_MIN_EDGES;
 	FeatMemo *e;
 
-	if (s->snap->pf_off[g + 1] - s->snap->pf_off[g] < FEAT_MEMO_MIN_EDGES)
-	{
-		sampler_row_child_counts(s, g, obs, ckey, ccnt);
-		sampler_row_child_means(s, g, obs, excl_table, excl_col, mkey, mval);
-		return;
-	}
-	if (w->memo == NULL && !w->memo_failed)
+	if (keep && w->memo == NULL && !w->memo_failed)
 		w->memo_failed = (w->memo = calloc(FEAT_MEMO, sizeof(FeatMemo))) == NULL;
-	e = w->memo ? &w->memo[memo_slot(g, obs)] : NULL;
+	e = keep && w->memo ? &w->memo[memo_slot(g, obs)] : NULL;
 	if (e && e->used && e->g == g && e->obs == obs && e->excl_table == excl_table && e->excl_col == excl_col)
 	{
 		memcpy(ckey, e->ckey, sizeof(e->ckey));
