@@ -49,10 +49,11 @@ saved_add(const char *sql, int nargs, const Oid *argtypes)
 	/* the text first: an out-of-memory error then leaks no kept plan */
 	text = MemoryContextStrdup(TopMemoryContext, sql);
 	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
-	if (plan == NULL)
-		elog(ERROR, "could not prepare \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "could not keep the plan of \"%s\"", sql);
+	if (plan == NULL || SPI_keepplan(plan) != 0)
+	{
+		pfree(text);
+		elog(ERROR, "could not prepare and keep \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	}
 	e = &saved[nsaved];
 	e->sql = text;
 	e->nargs = nargs;
