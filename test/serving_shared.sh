@@ -84,6 +84,38 @@ chmod 700 "$dir"
 expect "an unwritable cache directory: same predictions from a private load" \
 	$([ "$got" = "$newpriv" ] && echo 1 || echo 0) "${got:0:200}"
 
+# the forward slots (serving_threads.c): every backend's slot says whether
+# it is inside a forward; after a session's calls, and after a bulk call
+# cancelled inside its forward, its slot must say none (0 threads) and give
+# the end of its last forward
+slot_of() { # slot_of PID: "threads ended_us" of the backend's slot, or nothing
+	od -A n -t u4 -w64 -v "$HW_CLUSTER_DIR"/data/pg_headwater/forward_slots_* 2>/dev/null |
+		awk -v pid="$1" '$1 == pid { printf "%d %.0f\n", $2, $3 + $4 * 4294967296; exit }'
+}
+out=$(psql -X -qAt -d "$db" -c "SELECT pg_backend_pid()" -c "$preds" -c "SELECT rt_predict('status', min(order_id)) IS NOT NULL FROM shop.orders" 2>&1)
+pid=$(head -1 <<< "$out")
+read -r threads ended <<< "$(slot_of "$pid")"
+expect "a session's forward slot: its pid, no forward after its calls, an end time" \
+	$([ "${threads:-x}" = 0 ] && [ "${ended:-0}" -gt 0 ] && echo 1 || echo 0) "slot of $pid: ${threads:-none} ${ended:-}"
+# a bulk call cancelled inside its forward (seen in its slot)
+PGAPPNAME=hw_slot_test psql -X -qAt -d "$db" \
+	-c "SELECT count(*) FROM rt_predict_batch('status', (SELECT array_agg(order_id) FROM shop.orders, generate_series(1, 200)))" \
+	>/dev/null 2>&1 &
+bg=$!
+pid=""
+threads=""
+for _ in $(seq 1 300); do
+	[ -z "$pid" ] && pid=$(q "SELECT pid FROM pg_stat_activity WHERE application_name = 'hw_slot_test'")
+	[ -n "$pid" ] && read -r threads ended <<< "$(slot_of "$pid")" && [ "${threads:-0}" -gt 0 ] && break
+	sleep 0.05
+done
+inside=${threads:-0}
+q "SELECT pg_cancel_backend($pid)" >/dev/null
+wait $bg
+read -r threads ended <<< "$(slot_of "$pid")"
+expect "a bulk call cancelled inside its forward ($inside threads) leaves none in its slot" \
+	$([ "$inside" -gt 0 ] && [ "${threads:-x}" = 0 ] && echo 1 || echo 0) "slot of $pid: ${threads:-none} ${ended:-}; inside: $inside"
+
 # the per-call lookups run from plans saved per session: in one session,
 # a column added to and dropped from headwater.task between calls, then the
 # extension dropped and created again, must give the same predictions and

@@ -64,6 +64,7 @@ typedef struct HwServing
 	 * entry loaded both privately (the cache is off, or its file could not
 	 * be written). */
 	struct HwSharedModel *shared;
+	bool            wide;            /* the CPU backend runs on the multi-batch threads (hw_serving_set_wide) */
 } HwServing;
 
 /* One sequence's model output, decoded from the heads. */
@@ -94,6 +95,17 @@ void hw_serving_set_wide(HwServing *s, bool wide);
 /* The threads of a multi-batch request: headwater.serving_threads, 0 and
  * values above the CPUs as every CPU. */
 int  hw_serving_wide_threads(void);
+/* The CPU backend's threads for the entry's next forwards (n >= 1). */
+void hw_serving_set_threads(HwServing *s, int n);
+
+/* Threads of a request of one batch: 1, or the multi-batch request's while
+ * the server's CPUs are idle and no other session is serving
+ * (serving_threads.c). */
+int  hw_serving_single_threads(void);
+/* This backend runs a forward on `threads` threads (0: every CPU) / has
+ * finished it: what other sessions' hw_serving_single_threads reads. */
+void hw_serving_forward_begin(int threads);
+void hw_serving_forward_end(void);
 
 /* headwater.inference_precision of this session (an HwPrecision), and its
  * change for the serving worker, which runs each request in its

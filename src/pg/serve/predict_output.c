@@ -84,7 +84,10 @@ predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, in
 	HwPrefetch     *volatile q = NULL;
 
 	if (dev == NULL)
+	{
 		hw_serving_set_wide(s, true);
+		hw_serving_forward_begin(hw_serving_wide_threads());
+	}
 	PG_TRY();
 	{
 		q = hw_prefetch_start_rows(dev ? dev->sampler : s->sampler, t, rows, obs, n, B, 2, &err);
@@ -105,7 +108,38 @@ predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, in
 	{
 		hw_prefetch_stop(q);
 		if (dev == NULL)
+		{
 			hw_serving_set_wide(s, false);
+			hw_serving_forward_end();
+		}
+	}
+	PG_END_TRY();
+}
+
+/* A request's one batch: on the threads serving_threads.c gives it (the
+ * serving worker's, already wide, keep theirs), and one thread again
+ * afterwards, also on error. */
+static void
+eval_single_batch(HwServing *s, HwBatch *b, HwServingOutput *o)
+{
+	int threads;
+
+	if (s->wide)
+	{
+		hw_serving_eval_batch(s, b, o);
+		return;
+	}
+	threads = hw_serving_single_threads();
+	hw_serving_forward_begin(threads);
+	hw_serving_set_threads(s, threads);
+	PG_TRY();
+	{
+		hw_serving_eval_batch(s, b, o);
+	}
+	PG_FINALLY();
+	{
+		hw_serving_set_threads(s, 1);
+		hw_serving_forward_end();
 	}
 	PG_END_TRY();
 }
@@ -123,8 +157,8 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 		predict_stream(s, t, rows, obs, n, out, NULL);
 		return;
 	}
-	/* a single batch (or rows with context labels) runs on one thread: many
-	 * sessions serve at once */
+	/* a single batch (or rows with context labels) runs on one thread, many
+	 * sessions serving at once, or on the idle CPUs (serving_threads.c) */
 	o = palloc(sizeof(HwServingOutput) * maxb);
 	for (int off = 0; off < n; off += maxb)
 	{
@@ -133,7 +167,7 @@ hw_predict_rows(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, i
 
 		if (hw_predict_build(s, t, rows + off, obs + off, nb, ctx, nctx, &b, &err) != HW_OK)
 			hw_pg_raise_core_error(&err, "sampling the rows to predict");
-		hw_serving_eval_batch(s, b, o);
+		eval_single_batch(s, b, o);
 		store_outputs(s, t, o, nb, out + off);
 		CHECK_FOR_INTERRUPTS();
 	}

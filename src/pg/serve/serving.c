@@ -783,8 +783,15 @@ hw_serving_wide_threads(void)
 }
 
 void
-hw_serving_set_wide(HwServing *s, bool wide)
+hw_serving_set_threads(HwServing *s, int n)
 {
 	if (strcmp(s->be->ops->name, "cpu") == 0)
-		hw_backend_cpu_set_threads(s->be, wide ? hw_serving_wide_threads() : 1);
+		hw_backend_cpu_set_threads(s->be, n);
+}
+
+void
+hw_serving_set_wide(HwServing *s, bool wide)
+{
+	s->wide = wide;
+	hw_serving_set_threads(s, wide ? hw_serving_wide_threads() : 1);
 }
