@@ -762,7 +762,8 @@ hw_serving_guc_init(void)
 {
 	DefineCustomIntVariable("headwater.serving_threads",
 							"Threads of an rt_predict_batch / rt_predict_table / rt_predict_into request of more than one batch.",
-							"0: every CPU of the server (the default); 1: one thread, like a single-row call. "
+							"0: every CPU of the server (the default); 1: one thread. "
+							"A single-row call also takes them while the server is idle and no other session serves. "
 							"Lower it when many sessions predict in batch at once.",
 							&hw_serving_threads, 0, 0, 1024, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("headwater.inference_precision",
