@@ -6,8 +6,10 @@
  *                     [--batches K] [--B 32] [--S 1024] [--width 16] [--threads 1,2]
  *                     [--max-rows 200] [--child-sampling recent|uniform]
  *                     [--recent-children K] [--key-cells 0|1] [--descendants 0|1]
- *                     [--no-query-load]
+ *                     [--no-query-load] [--digest]
  *
+ * --digest prints a hash of every batch's bytes (all tensors), for checking
+ * that a change to the sampler gives the same batches; it slows the run.
  * --child-sampling uniform --key-cells 1 is the sampler before those options
  * existed (same batches, bit for bit).
  *
@@ -25,6 +27,41 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+/* FNV-1a over n bytes, continuing h */
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 1099511628211ull;
+	return h;
+}
+
+/* every tensor of b, the listed ones and those beside them */
+static uint64_t
+batch_digest(uint64_t h, HwBatch *b)
+{
+	HwTensorView v[HW_BATCH_NTENSORS];
+	size_t bs = (size_t) b->B * b->S;
+
+	hw_batch_tensors(b, v);
+	for (int i = 0; i < HW_BATCH_NTENSORS; i++)
+	{
+		size_t n = hw_dtype_size(v[i].dtype);
+
+		for (int d = 0; d < v[i].ndim; d++)
+			n *= (size_t) v[i].shape[d];
+		h = fnv(h, v[i].data, n);
+	}
+	h = fnv(h, b->seed_time, sizeof(float) * b->B);
+	h = fnv(h, b->link_key, sizeof(uint32_t) * bs);
+	h = fnv(h, b->child_key, sizeof(uint32_t) * bs * HW_CHILD_LINKS);
+	h = fnv(h, b->child_count, sizeof(uint16_t) * bs * HW_CHILD_LINKS * HW_CHILD_WINDOWS);
+	h = fnv(h, b->mean_key, sizeof(uint32_t) * bs * HW_MEAN_SLOTS);
+	return fnv(h, b->child_mean, sizeof(float) * bs * HW_MEAN_SLOTS * HW_CHILD_WINDOWS);
+}
 
 static double
 now_s(void)
@@ -89,7 +126,7 @@ main(int argc, char **argv)
 	uint32_t rows = 1000000;
 	const char *snap_path = NULL, *task_spec = NULL, *threads = "1,2";
 	int batches = 60, B = 32, S = 1024, width = 16, max_rows = 200, recent = -1, key_cells = 0, descendants = 1;
-	int policy = HW_CHILD_RECENT, query_load = 1, future = HW_FUTURE_PARENTS_HIDE;
+	int policy = HW_CHILD_RECENT, query_load = 1, digest = 0, future = HW_FUTURE_PARENTS_HIDE;
 	double cell_dropout = 0;
 
 	for (int i = 1; i < argc; i++)
@@ -107,6 +144,7 @@ main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--key-cells") && i + 1 < argc) key_cells = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--descendants") && i + 1 < argc) descendants = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-query-load")) query_load = 0;
+		else if (!strcmp(argv[i], "--digest")) digest = 1;
 		else if (!strcmp(argv[i], "--cell-dropout") && i + 1 < argc) cell_dropout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--child-sampling") && i + 1 < argc &&
 				 (policy = hw_child_sampling_from_name(argv[++i])) >= 0) ;
@@ -220,6 +258,7 @@ main(int argc, char **argv)
 		hw_sampler_batch(sm, HW_SPLIT_TRAIN, 1000000, &b, NULL, &err);
 		hw_batch_free(b);
 		double cells = 0, rsum = 0, usum = 0, rows = 0;
+		uint64_t h = 14695981039346656037ull;
 		double start = now_s(), cstart = cpu_s();
 
 		for (int k = 0; k < batches; k++)
@@ -241,6 +280,8 @@ main(int argc, char **argv)
 				if (hw_sampler_last_rows(sm, q, &src, &nr) == HW_OK)
 					rows += nr;
 			}
+			if (digest)
+				h = batch_digest(h, b);
 			hw_batch_free(b);
 		}
 		double el = now_s() - start, cel = cpu_s() - cstart;
@@ -250,6 +291,8 @@ main(int argc, char **argv)
 			   "%.3f ms/batch, mean cells/seq %.0f, mean rows/seq %.1f, mean R %.0f, mean U %.0f\n",
 			   nt, batches * (double) B / el, batches * (double) B / cel, cells / el / 1e6, el / batches * 1e3,
 			   cells / (batches * (double) B), rows / (batches * (double) B), rsum / batches, usum / batches);
+		if (digest)
+			printf("threads %d: digest of the batches %016llx\n", nt, (unsigned long long) h);
 		hw_sampler_free(sm);
 	}
 	/* loading a big query task: 1M seeds through the byte form, row

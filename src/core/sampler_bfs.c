@@ -537,10 +537,8 @@ push_neighbours(SeqState *st, const HeapEnt *e)
 	while (k0 < k1)
 	{
 		uint16_t fk = snap->pf_fk[k0];
-		uint64_t k = k0 + 1;
+		uint64_t k = fk_group_end(snap, k0, k1);
 
-		while (k < k1 && snap->pf_fk[k] == fk)
-			k++;
 		w->cur_link = s->fk_link[2 * fk + 1];
 		if (!(s->fk_recent[fk] ? push_children_recent(s, w, k0, k, st->obs, h, s->fk_child_table[fk], &st->rng)
 			  : push_children(s, w, k0, k, st->obs, h, s->fk_child_table[fk], &st->rng)))

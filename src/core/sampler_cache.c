@@ -114,10 +114,7 @@ sort_recent_groups(HwSampler *s)
 		while (e < e1)
 		{
 			uint16_t fk = snap->pf_fk[e];
-			uint64_t g1 = e + 1;
-
-			while (g1 < e1 && snap->pf_fk[g1] == fk)
-				g1++;
+			uint64_t g1 = fk_group_end(snap, e, e1);
 			uint64_t n = g1 - e;
 
 			if (s->fk_recent[fk] && n > 1)

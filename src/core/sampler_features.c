@@ -305,11 +305,9 @@ sampler_row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *
 	while (k0 < k1 && l < HW_CHILD_LINKS)
 	{
 		uint16_t fk = snap->pf_fk[k0];
-		uint64_t e1 = k0 + 1;
+		uint64_t e1 = fk_group_end(snap, k0, k1);
 		uint16_t *c = cnt + l * HW_CHILD_WINDOWS;
 
-		while (e1 < k1 && snap->pf_fk[e1] == fk)
-			e1++;
 		key[l++] = s->fk_link[2 * fk + 1];
 		if (!s->fk_child_timed[fk])
 			c[0] = sat16(e1 - k0);
@@ -352,6 +350,116 @@ sampler_row_child_counts(const HwSampler *s, uint32_t g, int64_t obs, uint32_t *
 	}
 }
 
+/* child row r's value of column c for child means, false when NULL */
+static inline bool
+mean_value(const HwColumn *c, uint32_t r, double *v)
+{
+	if (c->valid && !c->valid[r])
+		return false;
+	*v = c->stype == HW_ST_BOOLEAN ? (c->u8[r] ? 1.0 : -1.0) : (double) c->f32[r];
+	return true;
+}
+
+/* Sums and counts of columns cols[0..nc-1] over the children of edges
+ * [k0, e1) of an unsorted group: the MEAN_SCAN_MAX last edges at or before
+ * obs, each added to [0] and to the windows it falls in. */
+static void
+scanned_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint32_t off, uint64_t k0,
+				   uint64_t e1, int64_t obs, double sum[][HW_CHILD_WINDOWS], uint32_t n[][HW_CHILD_WINDOWS])
+{
+	const int64_t *pt = s->pf_time;
+	uint32_t seen = 0;
+
+	memset(sum, 0, sizeof(double) * MEAN_COLS_PER_FK * HW_CHILD_WINDOWS);
+	memset(n, 0, sizeof(uint32_t) * MEAN_COLS_PER_FK * HW_CHILD_WINDOWS);
+	for (uint64_t e = e1; e-- > k0 && seen < MEAN_SCAN_MAX;)
+	{
+		int64_t  te = pt[e];
+		uint32_t r = s->pf_child[e] - off;
+
+		if (te > obs)
+			continue;
+		seen++;
+		for (int i = 0; i < nc; i++)
+		{
+			double v;
+
+			if (!mean_value(cols[i], r, &v))
+				continue;
+			sum[i][0] += v;
+			n[i][0]++;
+			if (te == HW_NO_TIME || obs == HW_NO_CUTOFF)
+				continue;
+			for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && te > obs - s->cnt_win_us[j]; j--)
+			{
+				sum[i][j] += v;
+				n[i][j]++;
+			}
+		}
+	}
+}
+
+/* The same for a group sorted by time (RECENT, HW_NO_TIME first): its
+ * children at or before obs are [k0, end), the scanned ones [start, end),
+ * and window j holds [lo_j, end), lo_1 >= lo_2 >= ... (window 1 the
+ * narrowest).  One running sum per column from the newest child back, read
+ * off as it passes each window's oldest child: the same additions in the
+ * same order as the scan above, so the same bits, with one addition per
+ * child instead of one per window it falls in. */
+static void
+sorted_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint32_t off, uint64_t k0,
+				  uint64_t e1, int64_t obs, double sum[][HW_CHILD_WINDOWS], uint32_t n[][HW_CHILD_WINDOWS])
+{
+	const int64_t *pt = s->pf_time;
+	uint64_t end = first_after(pt, k0, e1, obs);
+	uint64_t start = end - k0 > MEAN_SCAN_MAX ? end - MEAN_SCAN_MAX : k0;
+	uint64_t lo[HW_CHILD_WINDOWS];
+	double   run[MEAN_COLS_PER_FK] = {0};
+	uint32_t cnt[MEAN_COLS_PER_FK] = {0};
+	int      j = 1;                       /* the narrowest window not yet read off */
+
+	/* the scan's test: a child is in window j when it is in every window
+	 * from the last (the widest) down to j */
+	for (int w = HW_CHILD_WINDOWS - 1; w >= 1; w--)
+	{
+		lo[w] = obs == HW_NO_CUTOFF ? end : first_after(pt, start, end, obs - s->cnt_win_us[w]);
+		if (w < HW_CHILD_WINDOWS - 1 && lo[w] < lo[w + 1])
+			lo[w] = lo[w + 1];
+	}
+	for (uint64_t e = end; e-- > start;)
+	{
+		uint32_t r = s->pf_child[e] - off;
+
+		for (; j < HW_CHILD_WINDOWS && e < lo[j]; j++)
+			for (int i = 0; i < nc; i++)
+			{
+				sum[i][j] = run[i];
+				n[i][j] = cnt[i];
+			}
+		for (int i = 0; i < nc; i++)
+		{
+			double v;
+
+			if (mean_value(cols[i], r, &v))
+			{
+				run[i] += v;
+				cnt[i]++;
+			}
+		}
+	}
+	for (; j < HW_CHILD_WINDOWS; j++)
+		for (int i = 0; i < nc; i++)
+		{
+			sum[i][j] = run[i];
+			n[i][j] = cnt[i];
+		}
+	for (int i = 0; i < nc; i++)
+	{
+		sum[i][0] = run[i];
+		n[i][0] = cnt[i];
+	}
+}
+
 /*
  * The child means of row g at obs: for each of its first HW_CHILD_LINKS
  * child FKs (the links of row_child_counts) and each of the first
@@ -372,7 +480,6 @@ sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_ta
 						uint32_t *key, float *mean)
 {
 	const HwSnapshot *snap = s->snap;
-	const int64_t *pt = s->pf_time;
 	uint64_t k0 = snap->pf_off[g], k1 = snap->pf_off[g + 1];
 	int l = 0, m = 0;
 
@@ -381,13 +488,11 @@ sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_ta
 	while (k0 < k1 && l < HW_CHILD_LINKS && m < HW_MEAN_SLOTS)
 	{
 		uint16_t fk = snap->pf_fk[k0];
-		uint64_t e1 = k0 + 1;
+		uint64_t e1 = fk_group_end(snap, k0, k1);
 		int      ct = s->fk_child_table[fk];
 		const HwColumn *cols[MEAN_COLS_PER_FK];
 		int      nc = 0;
 
-		while (e1 < k1 && snap->pf_fk[e1] == fk)
-			e1++;
 		l++;
 		for (int i = 0; i < s->fk_mean_n[fk] && m + nc < HW_MEAN_SLOTS; i++)
 		{
@@ -403,39 +508,11 @@ sampler_row_child_means(const HwSampler *s, uint32_t g, int64_t obs, int excl_ta
 		{
 			double   sum[MEAN_COLS_PER_FK][HW_CHILD_WINDOWS];
 			uint32_t n[MEAN_COLS_PER_FK][HW_CHILD_WINDOWS];
-			uint32_t off = snap->tables[ct].row_offset, seen = 0;
-			/* a sorted (RECENT) group: [k0, end) is at or before obs, newest last */
-			uint64_t end = s->fk_recent[fk] ? first_after(pt, k0, e1, obs) : e1;
 
-			memset(sum, 0, sizeof(sum));
-			memset(n, 0, sizeof(n));
-			for (uint64_t e = end; e-- > k0 && seen < MEAN_SCAN_MAX;)
-			{
-				int64_t  te = pt[e];
-				uint32_t r = s->pf_child[e] - off;
-
-				if (te > obs)
-					continue;
-				seen++;
-				for (int i = 0; i < nc; i++)
-				{
-					const HwColumn *c = cols[i];
-					double   v;
-
-					if (c->valid && !c->valid[r])
-						continue;
-					v = c->stype == HW_ST_BOOLEAN ? (c->u8[r] ? 1.0 : -1.0) : (double) c->f32[r];
-					sum[i][0] += v;
-					n[i][0]++;
-					if (te == HW_NO_TIME || obs == HW_NO_CUTOFF)
-						continue;
-					for (int j = HW_CHILD_WINDOWS - 1; j >= 1 && te > obs - s->cnt_win_us[j]; j--)
-					{
-						sum[i][j] += v;
-						n[i][j]++;
-					}
-				}
-			}
+			if (s->fk_recent[fk])
+				sorted_group_sums(s, cols, nc, snap->tables[ct].row_offset, k0, e1, obs, sum, n);
+			else
+				scanned_group_sums(s, cols, nc, snap->tables[ct].row_offset, k0, e1, obs, sum, n);
 			for (int i = 0; i < nc; i++)
 				for (int j = 0; j < HW_CHILD_WINDOWS; j++)
 					mean[(m + i) * HW_CHILD_WINDOWS + j] = n[i][j] ? (float) (sum[i][j] / n[i][j]) : 0.0f;

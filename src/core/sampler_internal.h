@@ -316,6 +316,35 @@ sat16(uint64_t n)
 	return n > UINT16_MAX ? UINT16_MAX : (uint16_t) n;
 }
 
+/* The end of the FK group that starts at child edge k0 of a row whose
+ * child edges end at k1 (k0 < k1): the first edge in (k0, k1] of another
+ * FK.  A row's child edges are grouped by FK index, ascending, and a group
+ * can hold thousands of edges (a team's matches), so the end is found by
+ * doubling steps and then halving them, not edge by edge. */
+static inline uint64_t
+fk_group_end(const HwSnapshot *snap, uint64_t k0, uint64_t k1)
+{
+	uint16_t fk = snap->pf_fk[k0];
+	uint64_t in = k0, step = 1, out;     /* pf_fk[in] == fk; out: first known past it */
+
+	while (in + step < k1 && snap->pf_fk[in + step] == fk)
+	{
+		in += step;
+		step *= 2;
+	}
+	out = in + step < k1 ? in + step : k1;
+	while (out - in > 1)
+	{
+		uint64_t mid = in + (out - in) / 2;
+
+		if (snap->pf_fk[mid] == fk)
+			in = mid;
+		else
+			out = mid;
+	}
+	return out;
+}
+
 /* Edges [*lo, *hi) of row r's children through FK fk (empty if none):
  * a row's child edges are grouped by FK index, ascending. */
 static inline void
@@ -333,10 +362,7 @@ fk_group(const HwSnapshot *snap, uint32_t r, uint16_t fk, uint64_t *lo, uint64_t
 			b = mid;
 	}
 	*lo = a;
-	b = snap->pf_off[r + 1];
-	while (a < b && snap->pf_fk[a] == fk)
-		a++;
-	*hi = a;
+	*hi = a < snap->pf_off[r + 1] && snap->pf_fk[a] == fk ? fk_group_end(snap, a, snap->pf_off[r + 1]) : a;
 }
 
 /* ------------------------------------------------ shared between the files */
