@@ -399,13 +399,50 @@ scanned_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint
 	}
 }
 
+/* run / cnt += column c's non-NULL values of the children of edges
+ * (stop, *e], newest first; *e becomes stop.  One loop per value type,
+ * the running sum in a register. */
+static inline void
+column_segment(const HwColumn *c, const uint32_t *child, uint32_t off, uint64_t stop, uint64_t *e, double *run,
+			   uint32_t *cnt)
+{
+	const uint8_t *valid = c->valid;
+	double   acc = *run;
+	uint32_t k = *cnt;
+	uint64_t i = *e;
+
+	if (c->stype == HW_ST_BOOLEAN)
+		for (; i > stop; i--)
+		{
+			uint32_t r = child[i - 1] - off;
+
+			if (valid && !valid[r])
+				continue;
+			acc += c->u8[r] ? 1.0 : -1.0;
+			k++;
+		}
+	else
+		for (; i > stop; i--)
+		{
+			uint32_t r = child[i - 1] - off;
+
+			if (valid && !valid[r])
+				continue;
+			acc += (double) c->f32[r];
+			k++;
+		}
+	*run = acc;
+	*cnt = k;
+	*e = i;
+}
+
 /* The same for a group sorted by time (RECENT, HW_NO_TIME first): its
  * children at or before obs are [k0, end), the scanned ones [start, end),
  * and window j holds [lo_j, end), lo_1 >= lo_2 >= ... (window 1 the
- * narrowest).  One running sum per column from the newest child back, read
- * off as it passes each window's oldest child: the same additions in the
- * same order as the scan above, so the same bits, with one addition per
- * child instead of one per window it falls in. */
+ * narrowest).  Per column, one running sum from the newest child back,
+ * read off as it passes each window's oldest child: the same additions in
+ * the same order as the scan above, so the same bits, with one addition
+ * per child instead of one per window it falls in. */
 static void
 sorted_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint32_t off, uint64_t k0,
 				  uint64_t e1, int64_t obs, double sum[][HW_CHILD_WINDOWS], uint32_t n[][HW_CHILD_WINDOWS])
@@ -413,50 +450,34 @@ sorted_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint3
 	const int64_t *pt = s->pf_time;
 	uint64_t end = first_after(pt, k0, e1, obs);
 	uint64_t start = end - k0 > MEAN_SCAN_MAX ? end - MEAN_SCAN_MAX : k0;
-	uint64_t lo[HW_CHILD_WINDOWS];
-	double   run[MEAN_COLS_PER_FK] = {0};
-	uint32_t cnt[MEAN_COLS_PER_FK] = {0};
-	int      j = 1;                       /* the narrowest window not yet read off */
+	uint64_t lo[HW_CHILD_WINDOWS + 1];
 
 	/* the scan's test: a child is in window j when it is in every window
-	 * from the last (the widest) down to j */
+	 * from the last (the widest) down to j; lo[W]: the scan's start */
+	lo[HW_CHILD_WINDOWS] = start;
 	for (int w = HW_CHILD_WINDOWS - 1; w >= 1; w--)
 	{
 		lo[w] = obs == HW_NO_CUTOFF ? end : first_after(pt, start, end, obs - s->cnt_win_us[w]);
-		if (w < HW_CHILD_WINDOWS - 1 && lo[w] < lo[w + 1])
+		if (lo[w] < lo[w + 1])
 			lo[w] = lo[w + 1];
 	}
-	for (uint64_t e = end; e-- > start;)
-	{
-		uint32_t r = s->pf_child[e] - off;
-
-		for (; j < HW_CHILD_WINDOWS && e < lo[j]; j++)
-			for (int i = 0; i < nc; i++)
-			{
-				sum[i][j] = run[i];
-				n[i][j] = cnt[i];
-			}
-		for (int i = 0; i < nc; i++)
-		{
-			double v;
-
-			if (mean_value(cols[i], r, &v))
-			{
-				run[i] += v;
-				cnt[i]++;
-			}
-		}
-	}
-	for (; j < HW_CHILD_WINDOWS; j++)
-		for (int i = 0; i < nc; i++)
-		{
-			sum[i][j] = run[i];
-			n[i][j] = cnt[i];
-		}
 	for (int i = 0; i < nc; i++)
 	{
-		sum[i][0] = run[i];
-		n[i][0] = cnt[i];
+		double   run = 0.0;
+		uint32_t cnt = 0;
+		uint64_t e = end;
+
+		for (int j = 1; j <= HW_CHILD_WINDOWS; j++)
+		{
+			column_segment(cols[i], s->pf_child, off, lo[j], &e, &run, &cnt);
+			if (j < HW_CHILD_WINDOWS)
+			{
+				sum[i][j] = run;
+				n[i][j] = cnt;
+			}
+		}
+		sum[i][0] = run;
+		n[i][0] = cnt;
 	}
 }
 
