@@ -88,10 +88,6 @@ expect "an unwritable cache directory: same predictions from a private load" \
 # it is inside a forward; after a session's calls, and after a bulk call
 # cancelled inside its forward, its slot must say none (0 threads) and give
 # the end of its last forward
-slot_of() { # slot_of PID: "threads ended_us" of the backend's slot, or nothing
-	od -A n -t u4 -w64 -v "$HW_CLUSTER_DIR"/data/pg_headwater/forward_slots_* 2>/dev/null |
-		awk -v pid="$1" '$1 == pid { printf "%d %.0f\n", $2, $3 + $4 * 4294967296; exit }'
-}
 out=$(psql -X -qAt -d "$db" -c "SELECT pg_backend_pid()" -c "$preds" -c "SELECT rt_predict('status', min(order_id)) IS NOT NULL FROM shop.orders" 2>&1)
 pid=$(head -1 <<< "$out")
 read -r threads ended <<< "$(slot_of "$pid")"

@@ -46,6 +46,12 @@ expect "the worker answered the rows ($rows of $((8 * 30 * 2)) calls; the rest r
 	$([ "$rows" -ge $((8 * 30)) ] && echo 1 || echo 0) "$stats"
 expect "rows of several sessions shared forwards ($rows rows in $batches forwards)" \
 	$([ "$batches" -gt 0 ] && [ "$batches" -lt "$rows" ] && echo 1 || echo 0) "$stats"
+# the worker's forwards are announced to the sessions (its forward slot:
+# an end time, no forward in flight once the sessions are done)
+wpid=$(q "SELECT pid FROM rt_serving_workers() LIMIT 1")
+read -r threads ended <<< "$(slot_of "$wpid")"
+expect "the worker's forward slot: no forward now, an end time" \
+	$([ "${threads:-x}" = 0 ] && [ "${ended:-0}" -gt 0 ] && echo 1 || echo 0) "slot of $wpid: ${threads:-none} ${ended:-}"
 
 # a session cancelled while it waits: the worker goes on serving the others
 psql -X -qAt -d "$db" -c "SET headwater.serving_worker = on" \

@@ -20,6 +20,10 @@ wait_for() { # wait_for "SQL returning t" seconds
 	done
 	return 1
 }
+slot_of() { # slot_of PID: "threads ended_us" of the backend's forward slot (serving_threads.c), or nothing
+	od -A n -t u4 -w64 -v "$HW_CLUSTER_DIR"/data/pg_headwater/forward_slots_* 2>/dev/null |
+		awk -v pid="$1" '$1 == pid { printf "%d %.0f\n", $2, $3 + $4 * 4294967296; exit }'
+}
 tap_finish() { # prints the plan and returns the suite's status
 	echo "1..$n"
 	[ "$failed" -eq 0 ]

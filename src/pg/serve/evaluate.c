@@ -91,6 +91,7 @@ run_model_on_split(EvalRun *e)
 	e->label = palloc(sizeof(int32) * n);
 	e->prob_true = palloc(sizeof(double) * n);
 	hw_serving_set_wide(s, true);
+	hw_serving_forward_begin(hw_serving_wide_threads());
 	PG_TRY();
 	{
 		for (uint32 off = 0; off < n; off += maxb)
@@ -116,6 +117,7 @@ run_model_on_split(EvalRun *e)
 	PG_FINALLY();
 	{
 		hw_serving_set_wide(s, false);
+		hw_serving_forward_end();
 	}
 	PG_END_TRY();
 }

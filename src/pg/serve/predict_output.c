@@ -116,29 +116,27 @@ predict_stream(HwServing *s, int t, const uint32_t *rows, const int64_t *obs, in
 	PG_END_TRY();
 }
 
-/* A request's one batch: on the threads serving_threads.c gives it (the
- * serving worker's, already wide, keep theirs), and one thread again
- * afterwards, also on error. */
+/* A request's one batch: on the threads serving_threads.c gives it and
+ * one thread again afterwards, also on error; the serving worker's entry,
+ * already wide, keeps its threads.  Either way the forward is announced to
+ * the other sessions (hw_serving_forward_begin). */
 static void
 eval_single_batch(HwServing *s, HwBatch *b, HwServingOutput *o)
 {
-	int threads;
+	bool narrow = !s->wide;
+	int  threads = narrow ? hw_serving_single_threads() : hw_serving_wide_threads();
 
-	if (s->wide)
-	{
-		hw_serving_eval_batch(s, b, o);
-		return;
-	}
-	threads = hw_serving_single_threads();
 	hw_serving_forward_begin(threads);
-	hw_serving_set_threads(s, threads);
+	if (narrow)
+		hw_serving_set_threads(s, threads);
 	PG_TRY();
 	{
 		hw_serving_eval_batch(s, b, o);
 	}
 	PG_FINALLY();
 	{
-		hw_serving_set_threads(s, 1);
+		if (narrow)
+			hw_serving_set_threads(s, 1);
 		hw_serving_forward_end();
 	}
 	PG_END_TRY();

@@ -22,6 +22,9 @@
  *    forward began, and the two teams and a single thread shared two cores.
  *    A session that served a moment ago is about to serve again.
  *
+ * Every forward of a serving request says so in its backend's slot: single
+ * rows, bulk requests, rt_evaluate and the serving worker's batches.
+ *
  * The forward slots: a file under $PGDATA/pg_headwater, mapped shared by
  * every backend (no shared_preload_libraries needed), one 64-byte slot per
  * PGPROC (MyProc->pgprocno), each written by its own backend only: its pid,
