@@ -88,11 +88,14 @@ expect "an unwritable cache directory: same predictions from a private load" \
 # it is inside a forward; after a session's calls, and after a bulk call
 # cancelled inside its forward, its slot must say none (0 threads) and give
 # the end of its last forward
+touch "$HW_CLUSTER_DIR"/data/pg_headwater/forward_slots_1     # as a server with another max_connections left it
 out=$(psql -X -qAt -d "$db" -c "SELECT pg_backend_pid()" -c "$preds" -c "SELECT rt_predict('status', min(order_id)) IS NOT NULL FROM shop.orders" 2>&1)
 pid=$(head -1 <<< "$out")
 read -r threads ended <<< "$(slot_of "$pid")"
 expect "a session's forward slot: its pid, no forward after its calls, an end time" \
 	$([ "${threads:-x}" = 0 ] && [ "${ended:-0}" -gt 0 ] && echo 1 || echo 0) "slot of $pid: ${threads:-none} ${ended:-}"
+expect "the slot file of another slot count is removed" \
+	$([ ! -e "$HW_CLUSTER_DIR"/data/pg_headwater/forward_slots_1 ] && echo 1 || echo 0) "$(ls "$HW_CLUSTER_DIR"/data/pg_headwater)"
 # a bulk call cancelled inside its forward (seen in its slot)
 PGAPPNAME=hw_slot_test psql -X -qAt -d "$db" \
 	-c "SELECT count(*) FROM rt_predict_batch('status', (SELECT array_agg(order_id) FROM shop.orders, generate_series(1, 200)))" \

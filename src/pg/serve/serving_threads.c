@@ -31,7 +31,8 @@
  * the threads of the forward it is running (0 when none) and when its last
  * forward ended.  A slot counts only while its pid is the live PGPROC's, so
  * a backend that died inside a forward is never counted.  The file's name
- * carries the slot count (max_connections can change between restarts).
+ * carries the slot count (max_connections can change between restarts);
+ * files of another count are removed when a backend maps its own.
  * Where it cannot be made or mapped, requests of one batch keep one thread.
  *
  * The predictions are the same bits on any number of threads
@@ -78,6 +79,28 @@ now_us(void)
 	return (uint64) ts.tv_sec * 1000000 + (uint64) ts.tv_nsec / 1000;
 }
 
+/* removes the slot files of another slot count: left by a server that ran
+ * with another max_connections (every backend of this one maps `keep`;
+ * a mapping would survive the unlink anyway) */
+static void
+remove_other_slot_files(const char *keep)
+{
+	DIR		   *dir = AllocateDir("pg_headwater");
+	struct dirent *de;
+
+	if (dir == NULL)
+		return;
+	while ((de = ReadDirExtended(dir, "pg_headwater", LOG)) != NULL)
+		if (strncmp(de->d_name, "forward_slots_", 14) == 0 && strcmp(de->d_name, keep) != 0)
+		{
+			char		path[MAXPGPATH];
+
+			snprintf(path, sizeof(path), "pg_headwater/%s", de->d_name);
+			(void) unlink(path);
+		}
+	FreeDir(dir);
+}
+
 /* maps the slots file once per backend; false where it cannot */
 static bool
 map_slots(void)
@@ -115,6 +138,7 @@ map_slots(void)
 	slots = p;
 	n_slots = n;
 	map_failed = false;
+	remove_other_slot_files(strrchr(path, '/') + 1);
 	return true;
 }
 
