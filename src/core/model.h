@@ -213,15 +213,6 @@ typedef struct HwModelConfig
 	 * the probabilities it can express (docs/model.md, Weight decay of the
 	 * heads).  State blobs before version 10 load with weight_decay. */
 	float    head_weight_decay;
-	/* 1 (the presets): a timestamp cell's value carries its absolute time
-	 * (the epoch slot, timestamp_values[14]: z-scored over the database);
-	 * 0: that slot reads 0 in every cell, so the model sees a time only
-	 * through its calendar phases and, with rel_time, its distance to the
-	 * observation time: the same predictions for a history shifted in time.
-	 * With a time split the test rows lie after every training row, where
-	 * what a model learnt of the epoch is an extrapolation (docs/model.md,
-	 * Absolute time).  State blobs before version 12 load as 1. */
-	int32_t  absolute_time;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -488,13 +479,12 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 12    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 11    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
 									  * 8: + count_ramps; 9: + head_adamw; 10: + head_weight_decay;
 									  * 11: count_ramps 1 means the anchor row only (8-10: every
-									  * row, loaded as HW_COUNT_RAMPS_EVERY_ROW);
-									  * 12: + absolute_time; 1..11 still load */
+									  * row, loaded as HW_COUNT_RAMPS_EVERY_ROW); 1..10 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

@@ -314,22 +314,6 @@ upload_count_ramps(HwModel *m, const HwBatch *bt, HwError *err)
 	return HW_OK;
 }
 
-/* [N, 15] the timestamp values the model reads: the batch's, or with
- * absolute_time off a copy whose epoch slot is 0 in every cell (relative
- * time was computed from the batch's own slot, upload_rel_time) */
-static const float *
-timestamp_inputs(HwModel *m, const HwBatch *bt)
-{
-	int64_t N = (int64_t) bt->B * bt->S;
-
-	if (m->cfg.absolute_time)
-		return bt->timestamp_values;
-	memcpy(m->h_ts, bt->timestamp_values, sizeof(float) * N * 15);
-	for (int64_t i = 0; i < N; i++)
-		m->h_ts[i * 15 + 14] = 0.0f;
-	return m->h_ts;
-}
-
 /* the cells [N] and their batch-local rows to the device; the category rows
  * used by the batch, then the target block (f16 -> f32 on the device); the
  * text embeddings [U, Dt] */
@@ -346,7 +330,7 @@ upload_cells(HwModel *m, const HwBatch *bt, const int32_t *catl, const int32_t *
 	o->memcpy_h2d(be, m->d_is_target, bt->is_target, N);
 	o->memcpy_h2d(be, m->d_bool, bt->bool_values, N);
 	o->memcpy_h2d(be, m->d_num, bt->numeric_values, sizeof(float) * N);
-	o->memcpy_h2d(be, m->d_ts, timestamp_inputs(m, bt), sizeof(float) * N * 15);
+	o->memcpy_h2d(be, m->d_ts, bt->timestamp_values, sizeof(float) * N * 15);
 	o->memcpy_h2d(be, m->d_cat_local, catl, sizeof(int32_t) * N);
 	o->memcpy_h2d(be, m->d_text_local, textl, sizeof(int32_t) * N);
 	if (Uc > 0)

@@ -151,7 +151,6 @@ struct HwModel
 	/* host scratch */
 	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
 	float        *h_f32;
-	float        *h_ts;       /* [Nmax, 15] timestamp values, epoch slot 0 (!cfg.absolute_time) */
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */

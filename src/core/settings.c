@@ -86,8 +86,6 @@ const HwSettingDef hw_settings[] = {
 		  "adds the full-attention sublayer"),
 	FLAG("rel_time", 1, rel_time,
 		 "gives timestamp cells their time before the observation time as an input (default true; false: absolute times only, as models trained before the option)"),
-	FLAG("absolute_time", 1, absolute_time,
-		 "gives timestamp cells their absolute time (the date itself, z-scored over the database) as an input (default true; false: only their calendar phases and, with rel_time, their time before the observation time, so a history shifted in time gets the same predictions)"),
 	FLAG("link_types", 1, link_types,
 		 "tells the model through which foreign key (and direction) each row was reached (default true; false: as models trained before the option)"),
 	FLAG("child_counts", 1, child_counts,

@@ -65,7 +65,7 @@ typedef struct RtFix
 } RtFix;
 
 static int
-rt_make_with(RtFix *f, int stype, int absolute_time)
+rt_make(RtFix *f, int stype)
 {
 	HwError       err = {0};
 	HwModelConfig c;
@@ -77,7 +77,6 @@ rt_make_with(RtFix *f, int stype, int absolute_time)
 	c.seq_len = 32;
 	c.batch_size = 6;
 	c.count_ramps = HW_COUNT_RAMPS_ANCHOR;   /* an option (off in the presets); the count-ramp tests need it */
-	c.absolute_time = absolute_time;
 	f->be = hw_backend_cpu_create(1, &err);
 	hw_synth_tables(c.d_text, 3, &f->colt, &f->catt);
 	f->m = hw_model_create(&c, f->colt, HW_SYNTH_NCOLS, f->catt, HW_SYNTH_NCAT, f->be, &err);
@@ -85,8 +84,6 @@ rt_make_with(RtFix *f, int stype, int absolute_time)
 	f->p = hw_predictions_alloc(6, 8);
 	return f->m && f->b && f->p && hw_model_param_index(f->m, "enc.ts_rel.w") >= 0;
 }
-
-static int rt_make(RtFix *f, int stype) { return rt_make_with(f, stype, 1); }
 
 static void
 rt_free(RtFix *f)
@@ -190,54 +187,6 @@ UNIT_TEST(model_rel_time_skips_null_and_target_cells)
 	values(&f, z);
 	CHECK(memcmp(a, z, sizeof(a)) == 0);
 	rt_free(&f);
-}
-
-/* The fixture's batch with every visible timestamp cell and every
- * observation time moved by `shift` timestamp standard deviations (the
- * epoch slot; the calendar phases kept, as for a shift by whole 400-year
- * cycles) */
-static void
-shift_time(RtFix *f, float shift)
-{
-	int N = f->b->B * f->b->S;
-
-	for (int i = 0; i < N; i++)
-		if (f->b->semantic_types[i] == HW_ST_TIMESTAMP && !f->b->is_null[i] && !f->b->is_padding[i])
-			f->b->timestamp_values[(size_t) i * 15 + 14] += shift;
-	for (int b = 0; b < f->b->B; b++)
-		f->b->seed_time[b] += shift;
-}
-
-/* absolute_time off: a history moved in time gets the same predictions
- * (relative time differs by rounding only); on: the epoch is an input and
- * the predictions move with it.  Timestamp targets are left out: their
- * value is an absolute time. */
-UNIT_TEST(model_without_absolute_time_is_shift_invariant)
-{
-	for (int absolute = 0; absolute <= 1; absolute++)
-	{
-		RtFix  f;
-		float  a[6], z[6];
-		double worst = 0;
-
-		CHECK(rt_make_with(&f, HW_ST_NUMERICAL, absolute));
-		CHECK_EQ_INT(hw_model_config(f.m)->absolute_time, absolute);
-		for (int b = 0; b < 6; b++)
-			f.b->seed_time[b] = 0.3f + 0.1f * (float) b;
-		set_rel_w(&f, 2.0f);
-		set_side_w(&f, "enc.ts.w", 15, 2.0f);   /* the value's own encoding, epoch slot included */
-		values(&f, a);
-		shift_time(&f, 1.5f);
-		values(&f, z);
-		for (int b = 0; b < 6; b++)
-			worst = fmax(worst, fabs((double) a[b] - z[b]));
-		printf("    absolute_time %d: a shift of 1.5 std moved a prediction by up to %g\n", absolute, worst);
-		if (absolute)
-			CHECK_MSG(worst > 1e-3, "with absolute time, a shift of 1.5 std moved no prediction (%g)", worst);
-		else
-			CHECK_MSG(worst < 1e-5, "without absolute time, a shift of 1.5 std moved a prediction by %g", worst);
-		rt_free(&f);
-	}
 }
 
 /* splitmix64's published first output for seed 0 is 0xE220A8397B1DCDAF;
