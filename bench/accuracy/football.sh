@@ -20,7 +20,9 @@
 #   default 54339), FB_PRESET (rt_train preset, default auto), FB_STEPS
 #   (rt_train steps; default: left out, the budget alone), FB_OPTIONS
 #   (more rt_train options, JSON members without braces, for experiments;
-#   the method's label says so).  With PGHOST set it uses that server
+#   the method's label says so), FB_MODEL_SQL (SQL run after the model and
+#   its tasks are made, before training, for experiments such as
+#   rt_set_column_type; the method's label says so).  With PGHOST set it uses that server
 #   instead of a throwaway cluster (database fb_acc, dropped and recreated).
 #
 # Example smoke run (each stage, a tiny budget):
@@ -107,10 +109,11 @@ $py "$here/gbdt.py" "$out/player_features.csv" "$seeds" "$res" "$out/preds_gbdt_
 echo "GBDT: $(( $(date +%s) - t0 )) s, load $(load)"
 
 # headwater: one model (all three tasks) per seed, trained from scratch
-label="headwater (preset $preset, $minutes min${extra_options:+, $extra_options})"
+label="headwater (preset $preset, $minutes min${extra_options:+, $extra_options}${FB_MODEL_SQL:+, after: $FB_MODEL_SQL})"
 for seed in $seeds; do
 	t0=$(date +%s)
 	q -v model=football -c "SET client_min_messages = warning" -f "$here/football_model.sql" > "$out/model_$seed.txt"
+	[ -z "${FB_MODEL_SQL:-}" ] || q -c "SET client_min_messages = warning" -c "$FB_MODEL_SQL" >> "$out/model_$seed.txt"
 	[ "$seed" = "$(echo $seeds | cut -d' ' -f1)" ] && cat "$out/model_$seed.txt"
 	echo "model and tasks: $(( $(date +%s) - t0 )) s"
 	t0=$(date +%s); l0=$(load)
@@ -130,7 +133,7 @@ echo "end $(date -u +%FT%TZ), load $(load)"
 
 { echo "# headwater vs a GBDT vs trivial baselines on the football database"
   echo
-  echo "- command: \`$command_line\`${FB_PRESET:+ (FB_PRESET=$FB_PRESET)}${FB_OPTIONS:+ (FB_OPTIONS=$FB_OPTIONS)}"
+  echo "- command: \`$command_line\`${FB_PRESET:+ (FB_PRESET=$FB_PRESET)}${FB_OPTIONS:+ (FB_OPTIONS=$FB_OPTIONS)}${FB_MODEL_SQL:+ (FB_MODEL_SQL=$FB_MODEL_SQL)}"
   echo "- date: $(date -u +%F), commit $commit"
   echo "- machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs"
   echo "- data: $(sed -n 's/^Source: //p' "$data/README.md" | head -1)"
