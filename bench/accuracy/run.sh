@@ -18,7 +18,9 @@
 #   braces, e.g. '"val_rows": 5000', for experiments; the label says so),
 #   ACC_NUM_TASK_OPTIONS (rt_create_task options of the numerical tasks,
 #   orders_30d and rentals_21d, as JSON, e.g. '{"loss": "ordinal"}'; default
-#   '{}'; the label says so),
+#   '{}'; the label says so), ACC_MODEL_SQL (SQL run after each model and
+#   its tasks are made, before training, for experiments such as
+#   rt_set_column_type('acc_pagila', ...); the label says so),
 #   ACC_OUT (results folder), HW_BENCH_PORT (54338), ACC_TRAJECTORY (1:
 #   after each run, every candidate (checkpoint, weights) with its val and
 #   test metric and the one served, trajectory.sql; costs a forward pass
@@ -126,13 +128,14 @@ for seed in $seeds; do
 	for db in $dbs; do
 		q "acc_$db" -o /dev/null -v num_task_options="$num_task_options" -c "SET client_min_messages = warning" \
 			-f "$here/${db}_model.sql"
+		[ -z "${ACC_MODEL_SQL:-}" ] || q "acc_$db" -o /dev/null -c "SET client_min_messages = warning" -c "$ACC_MODEL_SQL"
 		t0=$(date +%s); l0=$(load)
 		r=$(q "acc_$db" -At -c "SET client_min_messages = warning" \
 			-c "SELECT rt_train('acc_$db', steps => $steps, preset => '$preset', options => '$(opts "$seed")')")
 		echo "headwater $db seed $seed: $(echo "$r" | $py -c 'import json,sys; r=json.load(sys.stdin); print("steps", r["steps_done"], "stopped_on", r["stopped_on"], "wall_s", r["wall_s"], "tokens/s", r["tokens_per_s"], "serving", {k: (v["step"], v.get("weights"), round(v["value"], 4) if v["value"] is not None else None) for k, v in r["serving"].items()})')"
 		echo "$r" > "$out/train_${db}_$seed.json"
 		q "acc_$db" -At -F $'\t' -c "
-			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options}$([ "$num_task_options" != '{}' ] && echo ", tasks $num_task_options"))', $seed, e.metric, e.model, e.n_rows
+			SELECT substr(k.task, length('$db') + 2), 'headwater ($preset, $steps steps${extra_options:+, $extra_options}$([ "$num_task_options" != '{}' ] && echo ", tasks $num_task_options")${ACC_MODEL_SQL:+, after: ${ACC_MODEL_SQL//\'/\'\'}})', $seed, e.metric, e.model, e.n_rows
 			FROM rt_tasks('acc_$db') k, LATERAL rt_evaluate(k.task) e
 			WHERE e.metric IN ('auroc', 'mae')" >> "$res"
 		echo "  train + evaluate $(( $(date +%s) - t0 )) s, load before $l0, after $(load)"
