@@ -95,6 +95,16 @@
  * children.  Column ids are unchanged (global ids; the column-name table
  * keeps every column).
  *
+ * Anchor names: a text or categorical column of a task's anchor table
+ * whose non-NULL values are nearly all distinct (at least
+ * HW_NAME_DISTINCT_PCT percent of at least HW_NAME_MIN_ROWS values: a
+ * team's name, a customer's e-mail) names its row, as a key does: it emits
+ * no cells unless anchor_names is set (a cell task's target column always
+ * emits), and for the rule above it counts as an identifier.  With it, the
+ * model could learn each anchor row's past outcome by its name, and that
+ * memory drifts; without it, the row is known by what it holds and what
+ * links to it (measured: docs/BENCHMARKS.md).
+ *
  * Descendant counts (descendant_counts, default on): the child-count slots
  * a row's table leaves free (HW_CHILD_LINKS minus its child FKs) count the
  * row's descendants along paths of 2-3 child FKs to tables that are not
@@ -188,6 +198,11 @@ typedef enum HwCountWindows
 const char *hw_count_windows_name(int policy);
 int         hw_count_windows_from_name(const char *name);
 
+/* Anchor names (above): the share of distinct values, in percent, and the
+ * fewest non-NULL values that make a column of an anchor table a name. */
+#define HW_NAME_DISTINCT_PCT 90
+#define HW_NAME_MIN_ROWS     10
+
 typedef struct HwSamplerConfig
 {
 	int32_t   batch_size;       /* B, default 32 */
@@ -198,6 +213,8 @@ typedef struct HwSamplerConfig
 	int32_t   recent_children;  /* RECENT: the most recent kept per FK (0..bfs_child_width);
 								 * -1 (default) = half of bfs_child_width, rounded up */
 	bool      key_cells;        /* emit identifier (key) cells, default false */
+	bool      anchor_names;     /* emit the name columns of the tasks' anchor tables
+								 * (below), default false */
 	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
 								 * descendants 2-3 FKs down (below), default true */
 	bool      label_means;      /* parents of a query task's anchors show the mean of the

@@ -167,27 +167,6 @@ sort_recent_groups(HwSampler *s)
 	return 0;
 }
 
-/* Without key_cells, identifier columns are left out, except in a table
- * of nothing but identifiers the first one (sampler.h "Key cells"): the
- * column index to keep, or -1. */
-static int
-kept_identifier(const HwTable *tb, bool key_cells)
-{
-	if (key_cells)
-		return -1;
-	for (int c = 0; c < tb->ncols; c++)
-	{
-		const HwColumn *col = &tb->cols[c];
-
-		if (col->global_id >= 0 && col->stype > HW_ST_IDENTIFIER && col->stype < HW_ST_IGNORED)
-			return -1;          /* the table has a value column */
-	}
-	for (int c = 0; c < tb->ncols; c++)
-		if (tb->cols[c].stype == HW_ST_IDENTIFIER && tb->cols[c].global_id >= 0)
-			return c;
-	return -1;
-}
-
 /* Column c of table ti is some cell task's target. */
 static bool
 is_cell_target(const HwSampler *s, int ti, int c)
@@ -200,25 +179,88 @@ is_cell_target(const HwSampler *s, int ti, int c)
 	return target;
 }
 
-/* The emitted columns of table ti in inf (col, gid, stype, n).  HW_OK,
- * SAMPLER_OOM, or HW_ERR_CORRUPT (err set) for a column without values. */
 static int
-select_columns(const HwSampler *s, int ti, TableInfo *inf, HwError *err)
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Column col's non-NULL values are nearly all distinct (sampler.h "Anchor
+ * names"); -1 when out of memory. */
+static int
+values_nearly_distinct(const HwColumn *col, uint32_t nrows)
+{
+	uint32_t *v = malloc(sizeof(uint32_t) * ((size_t) nrows + 1));
+	uint32_t n = 0, distinct = 0;
+
+	if (v == NULL)
+		return -1;
+	for (uint32_t r = 0; r < nrows; r++)
+		if (col->valid == NULL || col->valid[r])
+			v[n++] = col->u32[r];
+	qsort(v, n, sizeof(uint32_t), cmp_u32);
+	for (uint32_t i = 0; i < n; i++)
+		distinct += i == 0 || v[i] != v[i - 1];
+	free(v);
+	return n >= HW_NAME_MIN_ROWS && (uint64_t) distinct * 100 >= (uint64_t) n * HW_NAME_DISTINCT_PCT;
+}
+
+/* Column c of table ti is a name of a task's anchor rows that anchor_names
+ * hides (sampler.h "Anchor names"); -1 when out of memory. */
+static int
+is_hidden_name(const HwSampler *s, int ti, int c)
 {
 	const HwTable *tb = &s->snap->tables[ti];
-	int keep_id = kept_identifier(tb, s->cfg.key_cells);
+	const HwColumn *col = &tb->cols[c];
+	bool anchor = false;
 
-	inf->col = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
-	inf->gid = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
-	inf->stype = malloc((size_t) tb->ncols + 1);
-	if (!inf->col || !inf->gid || !inf->stype)
-		return SAMPLER_OOM;
+	if (s->cfg.anchor_names || col->global_id < 0 || col->u32 == NULL ||
+		(col->stype != HW_ST_TEXT && col->stype != HW_ST_CATEGORICAL) || is_cell_target(s, ti, c))
+		return 0;
+	for (int i = 0; i < s->ntasks; i++)
+		anchor |= s->tasks[i]->anchor_table == ti;
+	return anchor ? values_nearly_distinct(col, tb->nrows) : 0;
+}
+
+/* Without key_cells, identifier columns are left out, except in a table
+ * whose every other column is left out too (ignored, or a hidden name) the
+ * first one (sampler.h "Key cells"): the column index to keep, or -1.
+ * hidden[c]: column c is a hidden name. */
+static int
+kept_identifier(const HwTable *tb, bool key_cells, const uint8_t *hidden)
+{
+	if (key_cells)
+		return -1;
+	for (int c = 0; c < tb->ncols; c++)
+	{
+		const HwColumn *col = &tb->cols[c];
+
+		if (col->global_id >= 0 && col->stype > HW_ST_IDENTIFIER && col->stype < HW_ST_IGNORED && !hidden[c])
+			return -1;          /* the table has a value column */
+	}
+	for (int c = 0; c < tb->ncols; c++)
+		if (tb->cols[c].stype == HW_ST_IDENTIFIER && tb->cols[c].global_id >= 0)
+			return c;
+	return -1;
+}
+
+/* The columns of table ti that emit cells, into inf: not ignored, not a
+ * hidden name (hidden[c]), an identifier only as sampler.h "Key cells"
+ * says. */
+static int
+emit_columns(const HwSampler *s, int ti, const uint8_t *hidden, TableInfo *inf, HwError *err)
+{
+	const HwTable *tb = &s->snap->tables[ti];
+	int keep_id = kept_identifier(tb, s->cfg.key_cells, hidden);
+
 	for (int c = 0; c < tb->ncols; c++)
 	{
 		const HwColumn *col = &tb->cols[c];
 
 		if (col->stype == HW_ST_IGNORED || col->global_id < 0 || col->stype < 0 ||
-			col->stype >= HW_N_STYPES)
+			col->stype >= HW_N_STYPES || hidden[c])
 			continue;
 		if (col->stype == HW_ST_IDENTIFIER && !s->cfg.key_cells && c != keep_id &&
 			!is_cell_target(s, ti, c))
@@ -238,6 +280,39 @@ select_columns(const HwSampler *s, int ti, TableInfo *inf, HwError *err)
 		inf->n++;
 	}
 	return HW_OK;
+}
+
+/* The emitted columns of table ti in inf (col, gid, stype, n).  HW_OK,
+ * SAMPLER_OOM, or HW_ERR_CORRUPT (err set) for a column without values. */
+static int
+select_columns(const HwSampler *s, int ti, TableInfo *inf, HwError *err)
+{
+	const HwTable *tb = &s->snap->tables[ti];
+	uint8_t *hidden = calloc((size_t) tb->ncols + 1, 1);
+
+	inf->col = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
+	inf->gid = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
+	inf->stype = malloc((size_t) tb->ncols + 1);
+	if (!hidden || !inf->col || !inf->gid || !inf->stype)
+	{
+		free(hidden);
+		return SAMPLER_OOM;
+	}
+	for (int c = 0; c < tb->ncols; c++)
+	{
+		int h = is_hidden_name(s, ti, c);
+
+		if (h < 0)
+		{
+			free(hidden);
+			return SAMPLER_OOM;
+		}
+		hidden[c] = (uint8_t) h;
+	}
+	int rc = emit_columns(s, ti, hidden, inf, err);
+
+	free(hidden);
+	return rc;
 }
 
 int

