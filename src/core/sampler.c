@@ -85,6 +85,7 @@ hw_sampler_free(HwSampler *s)
 			free(s->tinfo[t].col);
 			free(s->tinfo[t].gid);
 			free(s->tinfo[t].stype);
+			free(s->tinfo[t].hidden);
 			free(s->tinfo[t].off);
 			free(s->tinfo[t].rec);
 		}

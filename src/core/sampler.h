@@ -322,6 +322,9 @@ const uint32_t *hw_sampler_shard(const HwSampler *s, int task, int split, uint32
 
 /* Number of tasks / the config actually used. */
 int hw_sampler_ntasks(const HwSampler *s);
+/* The anchor names the sampler hides (sampler.h "Anchor names"), as
+ * "table.column, ..." into buf (truncated to len); returns how many. */
+int hw_sampler_hidden_names(const HwSampler *s, char *buf, size_t len);
 const HwSamplerConfig *hw_sampler_config(const HwSampler *s);
 /* The child-count windows' widths in µs: out[j], j = 1..HW_CHILD_WINDOWS-1,
  * the window (obs - out[j], obs] (out[0] = 0: all); widest last. */

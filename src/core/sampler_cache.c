@@ -282,7 +282,8 @@ emit_columns(const HwSampler *s, int ti, const uint8_t *hidden, TableInfo *inf, 
 	return HW_OK;
 }
 
-/* The emitted columns of table ti in inf (col, gid, stype, n).  HW_OK,
+/* The emitted columns of table ti in inf (col, gid, stype, n) and its
+ * hidden names (hidden).  HW_OK,
  * SAMPLER_OOM, or HW_ERR_CORRUPT (err set) for a column without values. */
 static int
 select_columns(const HwSampler *s, int ti, TableInfo *inf, HwError *err)
@@ -293,26 +294,18 @@ select_columns(const HwSampler *s, int ti, TableInfo *inf, HwError *err)
 	inf->col = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
 	inf->gid = malloc(sizeof(int32_t) * ((size_t) tb->ncols + 1));
 	inf->stype = malloc((size_t) tb->ncols + 1);
+	inf->hidden = hidden;
 	if (!hidden || !inf->col || !inf->gid || !inf->stype)
-	{
-		free(hidden);
 		return SAMPLER_OOM;
-	}
 	for (int c = 0; c < tb->ncols; c++)
 	{
 		int h = is_hidden_name(s, ti, c);
 
 		if (h < 0)
-		{
-			free(hidden);
 			return SAMPLER_OOM;
-		}
 		hidden[c] = (uint8_t) h;
 	}
-	int rc = emit_columns(s, ti, hidden, inf, err);
-
-	free(hidden);
-	return rc;
+	return emit_columns(s, ti, hidden, inf, err);
 }
 
 int
@@ -390,4 +383,24 @@ sampler_build_edge_tables(HwSampler *s)
 		return SAMPLER_OOM;
 	s->pf_child = s->pf_child_own;
 	return HW_OK;
+}
+
+int
+hw_sampler_hidden_names(const HwSampler *s, char *buf, size_t len)
+{
+	int n = 0;
+	size_t used = 0;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (int ti = 0; ti < s->snap->ntables; ti++)
+		for (int c = 0; s->tinfo[ti].hidden && c < s->snap->tables[ti].ncols; c++)
+			if (s->tinfo[ti].hidden[c])
+			{
+				if (used < len)
+					used += (size_t) snprintf(buf + used, len - used, "%s%s.%s", n ? ", " : "",
+											  s->snap->tables[ti].name, s->snap->tables[ti].cols[c].name);
+				n++;
+			}
+	return n;
 }

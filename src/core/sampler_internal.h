@@ -129,6 +129,7 @@ typedef struct TableInfo
 	int32_t  *col;              /* [n] column index in the table */
 	int32_t  *gid;              /* [n] global column id */
 	int8_t   *stype;            /* [n] */
+	uint8_t  *hidden;           /* [ncols of the table] 1 = a hidden anchor name (sampler.h) */
 	uint16_t *off;              /* [n] byte offset of the value in a record */
 	uint32_t  stride;           /* bytes per row record */
 	uint8_t  *rec;              /* [nrows * stride] */

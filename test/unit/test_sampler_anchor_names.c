@@ -137,6 +137,19 @@ UNIT_TEST(sampler_anchor_names_hidden_by_default)
 	CHECK_EQ_INT(def[TEAM_ID], 1);
 	CHECK(def[VENUE_ID] == 0 && def[PLAYER_ID] == 0);
 
+	/* the sampler names what it hides, for the training's first line */
+	char names[64];
+
+	hw_sampler_config_default(&cfg);
+	HwSampler *sm = hw_sampler_create(s, tasks, 2, &cfg, &err);
+
+	CHECK(sm != NULL);
+	CHECK_EQ_INT(hw_sampler_hidden_names(sm, names, sizeof(names)), 2);
+	CHECK_MSG(strcmp(names, "team.name, player.alias") == 0, "hidden names \"%s\"", names);
+	CHECK_EQ_INT(hw_sampler_hidden_names(sm, names, 8), 2);
+	CHECK_MSG(strlen(names) == 7, "a short buffer keeps \"%s\"", names);
+	hw_sampler_free(sm);
+
 	/* without the team task, team is no anchor: its name shows */
 	cells_per_column(s, tasks, 1, false, def);
 	CHECK(def[TEAM_NAME] == 1 && def[TEAM_ID] == 0 && def[PLAYER_ALIAS] == 0);

@@ -239,17 +239,21 @@ begin_run(TrainRun *run)
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	char msg[512], arith[128] = "";
+	char msg[512], arith[128] = "", names[160], hidden[200] = "";
 	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
 
 	if (on_cpu)
 		snprintf(arith, sizeof(arith), ", layer products in %s, fp32 products on the %s",
 				 hw_precision_name(hw_model_train_precision(run->tr->model)), hw_backend_cpu_f32_kernels(run->tr->be));
+	/* the anchors' names the model does not see: say so, and how to show them */
+	if (hw_sampler_hidden_names(run->tr->sampler, names, sizeof(names)) > 0)
+		snprintf(hidden, sizeof(hidden), "; names of the rows predicted about, hidden (anchor_names shows them): %s",
+				 names);
 	snprintf(msg, sizeof(msg), "training model \"%s\" on %s%s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
-			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld",
+			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld%s",
 			 run->st.model_name, hw_pg_backend_name(run->tr->be), arith, run->st.s.preset, mc->d_model, mc->n_layers,
 			 mc->n_heads, mc->batch_size, mc->seq_len, run->tr->ntasks, run->W, run->A,
-			 run->state_blob ? "resuming" : "starting", (long long) step);
+			 run->state_blob ? "resuming" : "starting", (long long) step, hidden);
 	SpinLockAcquire(&job->mutex);
 	strlcpy(job->message, msg, sizeof(job->message));
 	job->start_step = (int32) step;
