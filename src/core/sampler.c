@@ -303,6 +303,7 @@ hw_sampler_create(const HwSnapshot *snap, HwTask *const *tasks, int ntasks,
 		s->recent_k = (uint32_t) (cfg->recent_children < 0 ? (cfg->bfs_child_width + 1) / 2 : cfg->recent_children);
 		s->nthreads = thread_count(cfg->n_threads);
 		rc = build_tables(s, tasks, ntasks, cfg, err);
+		s->cfg.hidden_names = NULL;     /* the caller's, read by build_tables only */
 		if (rc == HW_OK)
 			rc = start_threads(s, err);
 	}

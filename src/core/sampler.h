@@ -202,6 +202,7 @@ int         hw_count_windows_from_name(const char *name);
  * fewest non-NULL values that make a column of an anchor table a name. */
 #define HW_NAME_DISTINCT_PCT 90
 #define HW_NAME_MIN_ROWS     10
+#define HW_NAME_SEP          '\x1f'   /* between the names of hidden_names */
 
 typedef struct HwSamplerConfig
 {
@@ -215,6 +216,11 @@ typedef struct HwSamplerConfig
 	bool      key_cells;        /* emit identifier (key) cells, default false */
 	bool      anchor_names;     /* emit the name columns of the tasks' anchor tables
 								 * (below), default false */
+	const char *hidden_names;   /* NULL (default): anchor names found by the rule; else
+								 * exactly the columns listed, "table.column" joined by
+								 * HW_NAME_SEP: what a checkpoint's training hid, so that
+								 * prediction hides the same whatever tasks came since;
+								 * read by hw_sampler_create only */
 	bool      descendant_counts;/* child-count slots a row's child FKs leave free count
 								 * descendants 2-3 FKs down (below), default true */
 	bool      label_means;      /* parents of a query task's anchors show the mean of the
@@ -322,9 +328,9 @@ const uint32_t *hw_sampler_shard(const HwSampler *s, int task, int split, uint32
 
 /* Number of tasks / the config actually used. */
 int hw_sampler_ntasks(const HwSampler *s);
-/* The anchor names the sampler hides (sampler.h "Anchor names"), as
- * "table.column, ..." into buf (truncated to len); returns how many. */
-int hw_sampler_hidden_names(const HwSampler *s, char *buf, size_t len);
+/* The i-th (from 0) column the sampler hides as an anchor name (above):
+ * its table and column names; false past the last. */
+bool hw_sampler_hidden_name(const HwSampler *s, int i, const char **table, const char **column);
 const HwSamplerConfig *hw_sampler_config(const HwSampler *s);
 /* The child-count windows' widths in µs: out[j], j = 1..HW_CHILD_WINDOWS-1,
  * the window (obs - out[j], obs] (out[0] = 0: all); widest last. */

@@ -207,8 +207,28 @@ values_nearly_distinct(const HwColumn *col, uint32_t nrows)
 	return n >= HW_NAME_MIN_ROWS && (uint64_t) distinct * 100 >= (uint64_t) n * HW_NAME_DISTINCT_PCT;
 }
 
+/* "table.column" is an item of list (items joined by HW_NAME_SEP). */
+static bool
+listed(const char *list, const char *table, const char *column)
+{
+	size_t tl = strlen(table), cl = strlen(column);
+
+	for (const char *p = list;; )
+	{
+		const char *end = strchr(p, HW_NAME_SEP);
+		size_t n = end ? (size_t) (end - p) : strlen(p);
+
+		if (n == tl + 1 + cl && strncmp(p, table, tl) == 0 && p[tl] == '.' && strncmp(p + tl + 1, column, cl) == 0)
+			return true;
+		if (end == NULL)
+			return false;
+		p = end + 1;
+	}
+}
+
 /* Column c of table ti is a name of a task's anchor rows that anchor_names
- * hides (sampler.h "Anchor names"); -1 when out of memory. */
+ * hides, or one that cfg.hidden_names lists (sampler.h "Anchor names");
+ * -1 when out of memory. */
 static int
 is_hidden_name(const HwSampler *s, int ti, int c)
 {
@@ -216,6 +236,9 @@ is_hidden_name(const HwSampler *s, int ti, int c)
 	const HwColumn *col = &tb->cols[c];
 	bool anchor = false;
 
+	if (s->cfg.hidden_names != NULL)
+		return !s->cfg.anchor_names && col->global_id >= 0 && !is_cell_target(s, ti, c) &&
+			listed(s->cfg.hidden_names, tb->name, col->name);
 	if (s->cfg.anchor_names || col->global_id < 0 || col->u32 == NULL ||
 		(col->stype != HW_ST_TEXT && col->stype != HW_ST_CATEGORICAL) || is_cell_target(s, ti, c))
 		return 0;
@@ -385,22 +408,16 @@ sampler_build_edge_tables(HwSampler *s)
 	return HW_OK;
 }
 
-int
-hw_sampler_hidden_names(const HwSampler *s, char *buf, size_t len)
+bool
+hw_sampler_hidden_name(const HwSampler *s, int i, const char **table, const char **column)
 {
-	int n = 0;
-	size_t used = 0;
-
-	if (len > 0)
-		buf[0] = '\0';
 	for (int ti = 0; ti < s->snap->ntables; ti++)
 		for (int c = 0; s->tinfo[ti].hidden && c < s->snap->tables[ti].ncols; c++)
-			if (s->tinfo[ti].hidden[c])
+			if (s->tinfo[ti].hidden[c] && i-- == 0)
 			{
-				if (used < len)
-					used += (size_t) snprintf(buf + used, len - used, "%s%s.%s", n ? ", " : "",
-											  s->snap->tables[ti].name, s->snap->tables[ti].cols[c].name);
-				n++;
+				*table = s->snap->tables[ti].name;
+				*column = s->snap->tables[ti].cols[c].name;
+				return true;
 			}
-	return n;
+	return false;
 }

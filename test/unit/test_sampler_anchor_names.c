@@ -78,9 +78,11 @@ team_task(const HwSnapshot *s, HwError *err)
 	return q;
 }
 
-/* Cells per global column in the sequence of player 0 (height task). */
+/* Cells per global column in the sequence of player 0 (height task),
+ * hidden_names as given (NULL: by the rule). */
 static void
-cells_per_column(const HwSnapshot *s, HwTask **tasks, int ntasks, bool anchor_names, int *per_col)
+cells_per_column_listed(const HwSnapshot *s, HwTask **tasks, int ntasks, bool anchor_names,
+						const char *hidden_names, int *per_col)
 {
 	HwSamplerConfig cfg;
 	HwError err = {0};
@@ -92,6 +94,7 @@ cells_per_column(const HwSnapshot *s, HwTask **tasks, int ntasks, bool anchor_na
 	cfg.seq_len = 64;
 	cfg.n_threads = 1;
 	cfg.anchor_names = anchor_names;
+	cfg.hidden_names = hidden_names;
 	HwSampler *sm = hw_sampler_create(s, tasks, ntasks, &cfg, &err);
 
 	CHECK_MSG(sm != NULL, "%s", err.msg);
@@ -104,6 +107,12 @@ cells_per_column(const HwSnapshot *s, HwTask **tasks, int ntasks, bool anchor_na
 			per_col[b->column_ids[q]]++;
 	hw_batch_free(b);
 	hw_sampler_free(sm);
+}
+
+static void
+cells_per_column(const HwSnapshot *s, HwTask **tasks, int ntasks, bool anchor_names, int *per_col)
+{
+	cells_per_column_listed(s, tasks, ntasks, anchor_names, NULL, per_col);
 }
 
 UNIT_TEST(sampler_anchor_names_hidden_by_default)
@@ -137,18 +146,29 @@ UNIT_TEST(sampler_anchor_names_hidden_by_default)
 	CHECK_EQ_INT(def[TEAM_ID], 1);
 	CHECK(def[VENUE_ID] == 0 && def[PLAYER_ID] == 0);
 
-	/* the sampler names what it hides, for the training's first line */
-	char names[64];
+	/* the sampler names what it hides (the training's first line, the
+	 * checkpoint's list) */
+	const char *tn, *cn;
 
 	hw_sampler_config_default(&cfg);
 	HwSampler *sm = hw_sampler_create(s, tasks, 2, &cfg, &err);
 
 	CHECK(sm != NULL);
-	CHECK_EQ_INT(hw_sampler_hidden_names(sm, names, sizeof(names)), 2);
-	CHECK_MSG(strcmp(names, "team.name, player.alias") == 0, "hidden names \"%s\"", names);
-	CHECK_EQ_INT(hw_sampler_hidden_names(sm, names, 8), 2);
-	CHECK_MSG(strlen(names) == 7, "a short buffer keeps \"%s\"", names);
+	CHECK(hw_sampler_hidden_name(sm, 0, &tn, &cn) && strcmp(tn, "team") == 0 && strcmp(cn, "name") == 0);
+	CHECK(hw_sampler_hidden_name(sm, 1, &tn, &cn) && strcmp(tn, "player") == 0 && strcmp(cn, "alias") == 0);
+	CHECK(!hw_sampler_hidden_name(sm, 2, &tn, &cn));
 	hw_sampler_free(sm);
+
+	/* a checkpoint's list hides exactly what it names, whatever the tasks:
+	 * with the height task alone, team.name stays hidden and alias shows */
+	int listed[NCOLS];
+
+	cells_per_column_listed(s, tasks, 1, false, "team.name\x1fvenue.label", listed);
+	CHECK(listed[TEAM_NAME] == 0 && listed[VENUE_LABEL] == 0 && listed[PLAYER_ALIAS] == 1);
+	CHECK(listed[TEAM_ID] == 1 && listed[PLAYER_NICK] == 1);
+	/* an empty list hides nothing */
+	cells_per_column_listed(s, tasks, 2, false, "", listed);
+	CHECK(listed[TEAM_NAME] == 1 && listed[PLAYER_ALIAS] == 1 && listed[TEAM_ID] == 0);
 
 	/* without the team task, team is no anchor: its name shows */
 	cells_per_column(s, tasks, 1, false, def);

@@ -34,9 +34,15 @@ char       *hw_pg_setting_hint(const HwSettingDef *d);
 /* "a, b, c": the names of the rows with every flag of `flags` (0: all). */
 char       *hw_pg_setting_names(unsigned flags);
 
-/* A checkpoint's config: "preset", "total_steps" and every
- * HW_SETTING_STORED setting of st. */
+/* A checkpoint's config: "preset", "total_steps", every
+ * HW_SETTING_STORED setting of st, and "hidden_names" (the anchor names
+ * its sampler hid, sampler.h) when st->scfg.hidden_names is set. */
 Jsonb      *hw_pg_settings_to_jsonb(const HwSettings *st, const char *preset);
+
+/* A stored config's "hidden_names" as the sampler takes them (joined by
+ * HW_NAME_SEP; palloc'd), or NULL when it has none (a checkpoint from
+ * before the list: the rule decides). */
+char       *hw_pg_hidden_names_from_jsonb(JsonbContainer *config);
 
 /* Reads a stored config into st (which holds the defaults of what it
  * lacks): a stored setting present in it is read as found (present[i]); one

@@ -167,6 +167,46 @@ push_value(JsonbParseState **ps, HwJsonKind kind, const char *text)
 	(void) pushJsonbValue(ps, WJB_VALUE, &v);
 }
 
+/* "hidden_names": the sampler's list (HW_NAME_SEP between names) as an array
+ * of "table.column" strings */
+static void
+push_hidden_names(JsonbParseState **ps, const char *list)
+{
+	push_key(ps, "hidden_names");
+	(void) pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
+	for (const char *p = list; *p;)
+	{
+		const char *end = strchr(p, HW_NAME_SEP);
+		size_t      n = end ? (size_t) (end - p) : strlen(p);
+
+		hw_pg_jsonb_push_string(ps, WJB_ELEM, pnstrdup(p, n));
+		p += n + (end != NULL);
+	}
+	(void) pushJsonbValue(ps, WJB_END_ARRAY, NULL);
+}
+
+char *
+hw_pg_hidden_names_from_jsonb(JsonbContainer *config)
+{
+	JsonbValue *arr = config ? getKeyJsonValueFromContainer(config, "hidden_names", strlen("hidden_names"), NULL) : NULL;
+	StringInfoData buf;
+
+	if (arr == NULL || arr->type != jbvBinary || !JsonContainerIsArray(arr->val.binary.data))
+		return NULL;
+	initStringInfo(&buf);
+	for (uint32 i = 0; i < JsonContainerSize(arr->val.binary.data); i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(arr->val.binary.data, i);
+
+		if (e == NULL || e->type != jbvString)
+			continue;
+		if (buf.len > 0)
+			appendStringInfoChar(&buf, HW_NAME_SEP);
+		appendBinaryStringInfo(&buf, e->val.string.val, e->val.string.len);
+	}
+	return buf.data;
+}
+
 Jsonb *
 hw_pg_settings_to_jsonb(const HwSettings *st, const char *preset)
 {
@@ -189,6 +229,8 @@ hw_pg_settings_to_jsonb(const HwSettings *st, const char *preset)
 		push_key(&ps, d->name);
 		push_value(&ps, kind, buf);
 	}
+	if (st->scfg.hidden_names != NULL)
+		push_hidden_names(&ps, st->scfg.hidden_names);
 	return JsonbValueToJsonb(pushJsonbValue(&ps, WJB_END_OBJECT, NULL));
 }
 

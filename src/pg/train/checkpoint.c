@@ -220,6 +220,12 @@ hw_checkpoint_find_task(int32 model_id, int32 task_id, int64 checkpoint_id, HwWe
 		elog(ERROR, "no small preset");
 	hw_pg_settings_from_jsonb(config_null ? NULL : &DatumGetJsonbP(config)->root, &info->config,
 							  info->config_present, info->config_valid);
+	/* out of SPI's memory: serving builds its sampler after SPI_finish */
+	{
+		char *hidden = hw_pg_hidden_names_from_jsonb(config_null ? NULL : &DatumGetJsonbP(config)->root);
+
+		info->config.scfg.hidden_names = hidden ? strcpy(SPI_palloc(strlen(hidden) + 1), hidden) : NULL;
+	}
 	/* a run without a parameter average serves its parameters: one cache
 	 * entry and file, whichever weights a row names */
 	{
@@ -289,6 +295,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->recent_children = info->config.scfg.recent_children;
 	cfg->key_cells = info->config.scfg.key_cells;
 	cfg->anchor_names = info->config.scfg.anchor_names;
+	cfg->hidden_names = info->config.scfg.hidden_names;     /* hide what training hid */
 	cfg->descendant_counts = info->config.scfg.descendant_counts;
 	cfg->label_means = info->config.scfg.label_means;
 	cfg->future_parents = info->config.scfg.future_parents;

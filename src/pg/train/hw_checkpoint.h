@@ -39,7 +39,8 @@ typedef struct HwCheckpointInfo
 	 * the row's absent value (a checkpoint from before the setting), else
 	 * today's default; config_present[i] says whether row i was stored,
 	 * config_valid[i] whether its value is of its type and range */
-	HwSettings config;
+	HwSettings config;          /* config.scfg.hidden_names: its training's anchor
+								 * names (SPI_palloc'd), NULL when not stored */
 	bool    config_present[HW_SETTINGS_MAX];
 	bool    config_valid[HW_SETTINGS_MAX];
 	/* which weights predictions read (serving): the parameter average when

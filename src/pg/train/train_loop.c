@@ -179,6 +179,19 @@ load_job(TrainRun *run)
 	CommitTransactionCommand();
 }
 
+/* The anchor names sampler hides, joined by sep (palloc'd, "" for none). */
+static char *
+hidden_names_text(const HwSampler *sampler, const char *sep)
+{
+	StringInfoData buf;
+	const char *table, *column;
+
+	initStringInfo(&buf);
+	for (int i = 0; hw_sampler_hidden_name(sampler, i, &table, &column); i++)
+		appendStringInfo(&buf, "%s%s.%s", i ? sep : "", table, column);
+	return buf.data;
+}
+
 /* Build the sampler, the backend and the model (and the other ranks). */
 static void
 build_model(TrainRun *run)
@@ -194,6 +207,9 @@ build_model(TrainRun *run)
 	res->sampler = hw_sampler_create(res->snap, res->tasks, res->ntasks, &run->st.s.scfg, &err);
 	if (res->sampler == NULL)
 		hw_pg_raise_core_error(&err, "creating the sampler");
+	/* the checkpoints store what this run hides; a resumed run hid its checkpoint's */
+	run->st.s.scfg.hidden_names = MemoryContextStrdup(TopMemoryContext,
+													  hidden_names_text(res->sampler, (char[]) {HW_NAME_SEP, '\0'}));
 	run->A = run->st.s.grad_accum;
 	run->W = hw_train_resolve_ranks(&run->st, &rank_threads);
 	res->be = hw_pg_backend_create_rank(run->st.s.device, rank_threads, 0, run->job);
@@ -239,16 +255,16 @@ begin_run(TrainRun *run)
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	char msg[512], arith[128] = "", names[160], hidden[200] = "";
+	char msg[512], arith[128] = "", hidden[200] = "";
 	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
 
 	if (on_cpu)
 		snprintf(arith, sizeof(arith), ", layer products in %s, fp32 products on the %s",
 				 hw_precision_name(hw_model_train_precision(run->tr->model)), hw_backend_cpu_f32_kernels(run->tr->be));
 	/* the anchors' names the model does not see: say so, and how to show them */
-	if (hw_sampler_hidden_names(run->tr->sampler, names, sizeof(names)) > 0)
+	if (*run->st.s.scfg.hidden_names)
 		snprintf(hidden, sizeof(hidden), "; names of the rows predicted about, hidden (anchor_names shows them): %s",
-				 names);
+				 hidden_names_text(run->tr->sampler, ", "));
 	snprintf(msg, sizeof(msg), "training model \"%s\" on %s%s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
 			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld%s",
 			 run->st.model_name, hw_pg_backend_name(run->tr->be), arith, run->st.s.preset, mc->d_model, mc->n_layers,

@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 
 #include "pg/train/hw_checkpoint.h"
 #include "pg/base/hw_pg.h"
@@ -343,6 +344,10 @@ hw_train_settings_resume_sampler(HwTrainSettings *st, const HwCheckpointInfo *ck
 		hw_setting_set(st, d, hw_setting_get(&ck->config, d));
 	}
 	st->scfg.seed = st->mcfg.seed;
+	/* and the anchor names it hid, unless anchor_names is given */
+	st->scfg.hidden_names = NULL;
+	if (!option_given(options, "anchor_names") && ck->config.scfg.hidden_names != NULL)
+		st->scfg.hidden_names = MemoryContextStrdup(TopMemoryContext, ck->config.scfg.hidden_names);
 	if (st->scfg.recent_children > st->scfg.bfs_child_width)
 		check_recent_within_width(&st->scfg,
 								  psprintf("A resumed run keeps its checkpoint's sampler options unless given "
