@@ -90,6 +90,8 @@ hw_sampler_free(HwSampler *s)
 			free(s->tinfo[t].rec);
 		}
 	free(s->tinfo);
+	free(s->row_time_own);
+	free(s->table_dated);
 	free(s->pf_time);
 	free(s->pf_child_own);
 	free(s->fk_recent);
@@ -272,6 +274,7 @@ build_tables(HwSampler *s, HwTask *const *tasks, int ntasks, const HwSamplerConf
 		(rc = lay_out_tasks(s, err)) != HW_OK ||
 		(rc = make_shards(s, cfg->rank, cfg->world_size, err)) != HW_OK ||
 		(rc = sampler_build_row_cache(s, err)) != HW_OK ||
+		(rc = sampler_build_row_times(s)) != HW_OK ||
 		(rc = sampler_build_edge_tables(s)) != HW_OK)
 		return rc;
 	if (sampler_init_descendant_paths(s) != 0 || sampler_init_label_means(s) != HW_OK)

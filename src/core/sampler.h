@@ -71,6 +71,12 @@
  *   leaves out seeds of a later split).  Seeds without a cutoff have no
  *   history.
  *
+ *   Undated rows (date_undated): a row of a table without a time column
+ *   takes the latest time of its dated parents, else the earliest of its
+ *   dated children, else none (sampler_undated.c); the tests above, the
+ *   recent-first child order and the child-count windows then read that
+ *   time.  Off: such rows count as undated, shown at every obs time.
+ *
  * Child sampling (per FK of a popped row, W = bfs_child_width, m = children
  * left after the time filter; m <= W: all of them):
  *   HW_CHILD_RECENT (default) for a child table with a time column: the
@@ -226,6 +232,8 @@ typedef struct HwSamplerConfig
 	bool      label_means;      /* parents of a query task's anchors show the mean of the
 								 * task's labels known by the observation time (below) */
 	int32_t   future_parents;   /* HwFutureParents, default HW_FUTURE_PARENTS_HIDE */
+	bool      date_undated;     /* a row of a table without a time column takes the time of
+								 * the rows it links to (below), default false */
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */

@@ -522,13 +522,13 @@ push_neighbours(SeqState *st, const HeapEnt *e)
 	{
 		__builtin_prefetch(&w->visit_gen[snap->fp_dst[k]]);
 		if (st->hide_future)
-			__builtin_prefetch(&snap->row_time_us[snap->fp_dst[k]]);
+			__builtin_prefetch(&s->row_time[snap->fp_dst[k]]);
 	}
 	for (uint64_t k = fp0; k < fp1; k++)
 	{
 		uint32_t p = snap->fp_dst[k];
 
-		if (w->visit_gen[p] == w->gen || (st->hide_future && snap->row_time_us[p] > st->obs))
+		if (w->visit_gen[p] == w->gen || (st->hide_future && s->row_time[p] > st->obs))
 			continue;
 		w->cur_link = s->fk_link[2 * snap->fp_fk[k]];
 		if (!heap_push(w, prio(0, h, &st->rng), p, (uint16_t) h, s->fk_parent_table[snap->fp_fk[k]], 0))

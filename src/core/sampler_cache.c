@@ -364,7 +364,7 @@ init_fk_tables(HwSampler *s, int f)
 		s->fk_link[2 * f + dir] = fk_link_key(snap, f, dir);
 	s->fk_child_timed[f] = snap->fks[f].child_table >= 0 &&
 		snap->fks[f].child_table < snap->ntables &&
-		snap->tables[snap->fks[f].child_table].time_col >= 0;
+		s->table_dated[snap->fks[f].child_table];
 	s->fk_recent[f] = s->recent && s->fk_child_timed[f];
 	sampler_init_fk_means(s, f);
 }
@@ -389,7 +389,7 @@ sampler_build_edge_tables(HwSampler *s)
 		!s->fk_child_timed || !s->fk_mean_n || !s->fk_mean_col || !s->fk_mean_key)
 		return SAMPLER_OOM;
 	for (uint64_t e = 0; e < ne; e++)
-		s->pf_time[e] = snap->row_time_us[snap->pf_dst[e]];
+		s->pf_time[e] = s->row_time[snap->pf_dst[e]];
 	for (int f = 0; f < snap->nfks; f++)
 	{
 		init_fk_tables(s, f);

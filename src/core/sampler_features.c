@@ -100,7 +100,7 @@ row_descendant_counts(const HwSampler *s, uint32_t g, int64_t obs, const DescPat
 	uint64_t n[HW_CHILD_WINDOWS] = {0};
 	uint32_t budget = DESC_SCAN_MAX;
 
-	descend(s, g, obs, p, 0, s->snap->row_time_us[g], n, &budget);
+	descend(s, g, obs, p, 0, s->row_time[g], n, &budget);
 	for (int j = 0; j < HW_CHILD_WINDOWS; j++)
 		cnt[j] = sat16(n[j]);
 }

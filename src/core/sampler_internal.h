@@ -236,6 +236,12 @@ struct HwSampler
 	uint32_t *shard_n[HW_N_SPLITS];     /* [ntasks] */
 	uint32_t **shard_idx[HW_N_SPLITS];  /* [ntasks] arrays */
 	TableInfo *tinfo;
+	const int64_t *row_time;    /* [nrows] each row's time as the sampler filters it: the
+								 * snapshot's, or with date_undated row_time_own */
+	int64_t  *row_time_own;     /* [nrows] date_undated: undated tables' rows dated by the rows
+								 * they link to (sampler_undated.c); NULL when off */
+	uint8_t  *table_dated;      /* [ntables] 1: the table has a time column, or (date_undated)
+								 * some of its rows were dated */
 	int64_t  *pf_time;          /* [n P->F edges] time of the child (sequential filter) */
 	const uint32_t *pf_child;   /* [n P->F edges] the child: snap->pf_dst, or (recent) a copy
 								 * whose temporal FK groups are sorted by (time, row) */
@@ -246,7 +252,7 @@ struct HwSampler
 	uint16_t *fk_child_table;   /* [nfks] */
 	uint16_t *fk_parent_table;  /* [nfks] */
 	uint32_t *fk_link;          /* [nfks][2] link keys: [f][0] a parent reached through FK f, [f][1] a child */
-	uint8_t  *fk_child_timed;   /* [nfks] 1: FK f's child table has a time column */
+	uint8_t  *fk_child_timed;   /* [nfks] 1: FK f's child table is dated (table_dated) */
 	int64_t   cnt_win_us[HW_CHILD_WINDOWS];   /* child-count windows (row_child_counts); [0] unused */
 	uint8_t  *fk_mean_n;        /* [nfks] columns of FK f's child table that child means average */
 	int16_t  *fk_mean_col;      /* [nfks][MEAN_COLS_PER_FK] their column indices in the child table */
@@ -376,6 +382,10 @@ bool sampler_config_check(const HwSamplerConfig *cfg, HwError *err);
  * HW_OK, SAMPLER_OOM, or an error code with err set. */
 int  sampler_build_row_cache(HwSampler *s, HwError *err);
 int  sampler_build_edge_tables(HwSampler *s);
+/* sampler_undated.c: row_time and table_dated (with date_undated, the rows
+ * of undated tables dated by the rows they link to); before the edge
+ * tables, which read them.  HW_OK or SAMPLER_OOM. */
+int  sampler_build_row_times(HwSampler *s);
 /* qsort order of TimedRow: by time, then row */
 int  sampler_cmp_timed(const void *a, const void *b);
 

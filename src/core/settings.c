@@ -141,6 +141,13 @@ const HwSettingDef hw_settings[] = {
 	 .choices = "\"hide\" (the default) leaves out a parent row dated after the observation time; \"follow\" "
 				"shows it, as the sampler did before the option.",
 	 .what = "a parent row dated after the observation time"},
+	/* absent: a checkpoint from before the option was trained seeing undated
+	 * rows at every observation time */
+	{.name = "date_undated", .type = HW_SETTING_BOOL, .dflt = 0, .group = HW_GROUP_SAMPLER,
+	 .offset = AT(scfg.date_undated), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "false",
+	 .what = "a row of a table without a time column takes the time of the rows it links to (the latest of its "
+			 "dated parents, else the earliest of its dated children) and is left out of sequences observed "
+			 "before it"},
 	/* absent: the checkpoint was trained with the windows of the std */
 	{.name = "count_windows", .type = HW_SETTING_ENUM, .names_of = hw_count_windows_name,
 	 .dflt = HW_COUNT_WINDOWS_STD, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.count_windows),
