@@ -73,7 +73,8 @@
  *
  *   Undated rows (date_undated): a row of a table without a time column
  *   takes the latest time of its dated parents, else the earliest of its
- *   dated children, else none (sampler_undated.c); the tests above, the
+ *   dated children (a child dated by its parents counts), else none
+ *   (sampler_undated.c); the tests above, the
  *   recent-first child order and the child-count windows then read that
  *   time.  Off: such rows count as undated, shown at every obs time.
  *

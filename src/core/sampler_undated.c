@@ -12,7 +12,8 @@
  * it links to: the latest of its dated parents (it cannot exist before the
  * rows it references: an order line is as old as its order), else the
  * earliest of its dated children (it exists once something happened to it:
- * a player from his first goal); a row that links to no dated row stays
+ * a player from his first goal, a product from its first order line or
+ * review, whichever came first); a row that links to no dated row stays
  * undated.  The sampler then filters it like a dated row.
  */
 #include "core/sampler_internal.h"
@@ -20,32 +21,68 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The time row r of an undated table takes: the latest time of its dated
- * parents, else the earliest of its dated children, else HW_NO_TIME.
- * Reads the snapshot's own times only, so the result does not depend on
- * the order in which rows are dated. */
+/* The latest snapshot time among row r's parents (HW_NO_TIME: none). */
 static int64_t
-linked_time(const HwSnapshot *snap, uint32_t r)
+latest_parent_time(const HwSnapshot *snap, uint32_t r)
 {
-	int64_t latest_parent = HW_NO_TIME, earliest_child = HW_NO_TIME;
+	int64_t latest = HW_NO_TIME;
 
 	for (uint64_t k = snap->fp_off[r]; k < snap->fp_off[r + 1]; k++)
-	{
-		int64_t t = snap->row_time_us[snap->fp_dst[k]];
+		if (snap->row_time_us[snap->fp_dst[k]] > latest)
+			latest = snap->row_time_us[snap->fp_dst[k]];
+	return latest;
+}
 
-		if (t > latest_parent)
-			latest_parent = t;
-	}
-	if (latest_parent != HW_NO_TIME)
-		return latest_parent;
+/* The earliest time among row r's children in time[] (HW_NO_TIME: none). */
+static int64_t
+earliest_child_time(const HwSnapshot *snap, const int64_t *time, uint32_t r)
+{
+	int64_t earliest = HW_NO_TIME;
+
 	for (uint64_t e = snap->pf_off[r]; e < snap->pf_off[r + 1]; e++)
 	{
-		int64_t t = snap->row_time_us[snap->pf_dst[e]];
+		int64_t t = time[snap->pf_dst[e]];
 
-		if (t != HW_NO_TIME && (earliest_child == HW_NO_TIME || t < earliest_child))
-			earliest_child = t;
+		if (t != HW_NO_TIME && (earliest == HW_NO_TIME || t < earliest))
+			earliest = t;
 	}
-	return earliest_child;
+	return earliest;
+}
+
+/*
+ * Two passes over the rows of undated tables, each reading only what the
+ * pass before left, so the result does not depend on the order of the
+ * rows: first the parent rule (snapshot times), then, for the rows it left
+ * undated, the child rule over the times after the first pass -- a
+ * product first sold before its first review is dated by the order line
+ * that the first pass dated by its order.
+ */
+static int
+date_undated_rows(HwSampler *s, int64_t *time)
+{
+	const HwSnapshot *snap = s->snap;
+	int64_t *after_parents;
+
+	for (int t = 0; t < snap->ntables; t++)
+		for (uint32_t r = snap->tables[t].row_offset;
+			 snap->tables[t].time_col < 0 && r < snap->tables[t].row_offset + snap->tables[t].nrows; r++)
+			time[r] = latest_parent_time(snap, r);
+	if ((after_parents = malloc(sizeof(int64_t) * snap->nrows)) == NULL)
+		return SAMPLER_OOM;
+	memcpy(after_parents, time, sizeof(int64_t) * snap->nrows);
+	for (int t = 0; t < snap->ntables; t++)
+	{
+		const HwTable *tb = &snap->tables[t];
+
+		for (uint32_t r = tb->row_offset; tb->time_col < 0 && r < tb->row_offset + tb->nrows; r++)
+		{
+			if (time[r] == HW_NO_TIME)
+				time[r] = earliest_child_time(snap, after_parents, r);
+			s->table_dated[t] |= time[r] != HW_NO_TIME;
+		}
+	}
+	free(after_parents);
+	return HW_OK;
 }
 
 int
@@ -65,18 +102,8 @@ sampler_build_row_times(HwSampler *s)
 	if (s->row_time_own == NULL)
 		return SAMPLER_OOM;
 	memcpy(s->row_time_own, snap->row_time_us, sizeof(int64_t) * snap->nrows);
-	for (int t = 0; t < snap->ntables; t++)
-	{
-		const HwTable *tb = &snap->tables[t];
-
-		if (tb->time_col >= 0)
-			continue;
-		for (uint32_t r = tb->row_offset; r < tb->row_offset + tb->nrows; r++)
-		{
-			s->row_time_own[r] = linked_time(snap, r);
-			s->table_dated[t] |= s->row_time_own[r] != HW_NO_TIME;
-		}
-	}
+	if (date_undated_rows(s, s->row_time_own) != HW_OK)
+		return SAMPLER_OOM;
 	s->row_time = s->row_time_own;
 	return HW_OK;
 }

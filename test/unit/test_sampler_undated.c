@@ -18,11 +18,14 @@
  *   g0: p0 day 5, g1: p0 day 30, g2: p1 day 25; p2 never scored
  * note(id, goal_id, player_id, x num)        n0            undated (7)
  *   n0 -> g1 (day 30) and -> p0
+ * tag(id, w num)                             a0            undated (8)
+ *   p0 -> a0 (player.tag_id; the others have none), n0 -> a0
  * Dated by their links: p0 day 5 (first goal), p1 day 25, p2 none (no
- * dated link), n0 day 30 (its dated parent, though p0 is older), t0 none
- * (its children are undated in the snapshot).
+ * dated link), n0 day 30 (its dated parent, though p0 is older), a0 day 30
+ * (its note, dated by the parent rule first; p0's day 5 is a child rule's),
+ * t0 none (its children are undated in the snapshot and not parent-dated).
  */
-enum { T0 = 0, P0 = 1, P1 = 2, P2 = 3, G0 = 4, G1 = 5, G2 = 6, N0 = 7 };
+enum { T0 = 0, P0 = 1, P1 = 2, P2 = 3, G0 = 4, G1 = 5, G2 = 6, N0 = 7, A0 = 8 };
 
 static HwSnapshot *
 squad(void)
@@ -31,11 +34,15 @@ squad(void)
 	int tm = synth_add_table(s, "team", 1, "id:identifier,rating:numerical", -1);
 	int pl = synth_add_table(s, "player", 3, "id:identifier,team_id:identifier,height:numerical", -1);
 	int gl = synth_add_table(s, "goal", 3, "id:identifier,player_id:identifier,at:timestamp,minute:numerical", 2);
-	int nt = synth_add_table(s, "note", 1, "id:identifier,goal_id:identifier,player_id:identifier,x:numerical", -1);
+	int nt = synth_add_table(s, "note", 1,
+							 "id:identifier,goal_id:identifier,player_id:identifier,tag_id:identifier,x:numerical", -1);
+	int tg = synth_add_table(s, "tag", 1, "id:identifier,w:numerical", -1);
 	int fk_pt = synth_add_fk(s, "player_team_id_fkey", pl, tm);
 	int fk_gp = synth_add_fk(s, "goal_player_id_fkey", gl, pl);
 	int fk_ng = synth_add_fk(s, "note_goal_id_fkey", nt, gl);
 	int fk_np = synth_add_fk(s, "note_player_id_fkey", nt, pl);
+	int fk_pa = synth_add_fk(s, "player_tag_id_fkey", pl, tg);
+	int fk_na = synth_add_fk(s, "note_tag_id_fkey", nt, tg);
 	int scorer[3] = {0, 0, 1}, day[3] = {5, 30, 25};
 
 	synth_col(s, tm, "rating")->f32[0] = 1.0f;
@@ -50,6 +57,9 @@ squad(void)
 	synth_edge(s, synth_row(s, nt, 0), synth_row(s, gl, 1), fk_ng);
 	synth_edge(s, synth_row(s, nt, 0), synth_row(s, pl, 0), fk_np);
 	synth_col(s, nt, "x")->f32[0] = 0.5f;
+	synth_edge(s, synth_row(s, pl, 0), synth_row(s, tg, 0), fk_pa);
+	synth_edge(s, synth_row(s, nt, 0), synth_row(s, tg, 0), fk_na);
+	synth_col(s, tg, "w")->f32[0] = 2.0f;
 	return synth_finish(s) == 0 ? s : NULL;
 }
 
@@ -125,19 +135,21 @@ UNIT_TEST(sampler_undated_rows_dated_by_links)
 	CHECK(s != NULL);
 	hw_sampler_config_default(&def);
 	CHECK(!def.date_undated);
-	/* off: every player and the note at day 20 (the note through p0; its
-	 * goal g1 of day 30 is a future parent), goals by their own time */
-	CHECK_EQ_INT(team_rows(s, 20, false, &players), BIT(T0) | BIT(P0) | BIT(P1) | BIT(P2) | BIT(G0) | BIT(N0));
+	/* off: every player, the note and the tag at day 20 (the note through
+	 * p0; its goal g1 of day 30 is a future parent), goals by their own time */
+	CHECK_EQ_INT(team_rows(s, 20, false, &players),
+				 BIT(T0) | BIT(P0) | BIT(P1) | BIT(P2) | BIT(G0) | BIT(N0) | BIT(A0));
 	CHECK_EQ_INT(players, 3);
-	/* on: p1 first scored on day 25 and the note is as old as g1 (day 30),
-	 * so neither is there at day 20; p2 has no dated link and stays */
+	/* on: p1 first scored on day 25, the note is as old as g1 (day 30) and
+	 * the tag as its note, so none is there at day 20 (the tag, p0's
+	 * parent, is a future parent); p2 has no dated link and stays */
 	CHECK_EQ_INT(team_rows(s, 20, true, &players), BIT(T0) | BIT(P0) | BIT(P2) | BIT(G0));
 	CHECK_EQ_INT(players, 2);
 	/* day 25: p1 and his goal appear (time <= obs, as for dated rows) */
 	CHECK_EQ_INT(team_rows(s, 25, true, &players), BIT(T0) | BIT(P0) | BIT(P1) | BIT(P2) | BIT(G0) | BIT(G2));
 	CHECK_EQ_INT(players, 3);
 	/* day 30: everything */
-	CHECK_EQ_INT(team_rows(s, 30, true, &players), 0xffu);
+	CHECK_EQ_INT(team_rows(s, 30, true, &players), 0x1ffu);
 	synth_free(s);
 }
 
