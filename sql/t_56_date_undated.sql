@@ -41,7 +41,7 @@ BEGIN
 	       count(*) FILTER (WHERE (SELECT min(g.at) FROM goal g WHERE g.player_id = sh.player_id) > o.t)
 	FROM obs o LEFT JOIN shown sh USING (q);
 END $$ LANGUAGE plpgsql;
-SELECT * FROM pg_temp.players('{}');
+SELECT * FROM pg_temp.players('{"date_undated": false}');
 SELECT * FROM pg_temp.players('{"date_undated": true}');
 SELECT count(*) FROM rt_sample_batches('du', 'du_goals', options => '{"date_undated": "yes"}');
 
@@ -60,7 +60,7 @@ SELECT DISTINCT config -> 'date_undated' AS date_undated
 FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'du';
 SELECT pg_temp.predict_players() AS players_dated;
 SET client_min_messages = warning;
-SELECT r ->> 'state' AS state FROM rt_train('du', steps => 2, preset => 'tiny', options => '{"restart": true}') r;
+SELECT r ->> 'state' AS state FROM rt_train('du', steps => 2, preset => 'tiny', options => '{"restart": true, "date_undated": false}') r;
 RESET client_min_messages;
 SELECT pg_temp.predict_players() AS players_undated;
 SELECT rt_drop_model('du');
