@@ -125,7 +125,8 @@ main(int argc, char **argv)
 {
 	uint32_t rows = 1000000;
 	const char *snap_path = NULL, *task_spec = NULL, *threads = "1,2";
-	int batches = 60, B = 32, S = 1024, width = 16, max_rows = 200, recent = -1, key_cells = 0, descendants = 1;
+	int batches = 60, B = 32, S = 1024, width = 16, max_rows = 200, recent = -1, key_cells = 0, descendants = 1,
+		date_undated = 0;
 	int policy = HW_CHILD_RECENT, query_load = 1, digest = 0, future = HW_FUTURE_PARENTS_HIDE;
 	double cell_dropout = 0;
 
@@ -143,6 +144,7 @@ main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--recent-children") && i + 1 < argc) recent = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--key-cells") && i + 1 < argc) key_cells = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--descendants") && i + 1 < argc) descendants = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--date-undated") && i + 1 < argc) date_undated = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--no-query-load")) query_load = 0;
 		else if (!strcmp(argv[i], "--digest")) digest = 1;
 		else if (!strcmp(argv[i], "--cell-dropout") && i + 1 < argc) cell_dropout = atof(argv[++i]);
@@ -155,7 +157,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "usage: %s [--rows N] [--snapshot FILE] [--task T.C] [--batches K] "
 					"[--B 32] [--S 1024] [--width 16] [--threads 1,2] [--max-rows 200] "
 					"[--child-sampling recent|uniform] [--recent-children K] [--key-cells 0|1] "
-					"[--descendants 0|1] [--future-parents hide|follow] [--cell-dropout P] [--no-query-load]\n", argv[0]);
+					"[--descendants 0|1] [--future-parents hide|follow] [--date-undated 0|1] [--cell-dropout P] [--no-query-load]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -217,10 +219,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("task: predict %s.%s (%s), %u seeds; B=%d S=%d R<=%d child width %d, child_sampling %s "
-		   "(recent_children %d), key_cells %d, descendant_counts %d, future_parents %s, cell_dropout %g, %d batches per run\n",
+		   "(recent_children %d), key_cells %d, descendant_counts %d, future_parents %s, date_undated %d, cell_dropout %g, "
+		   "%d batches per run\n",
 		   snap->tables[ti].name, snap->tables[ti].cols[ci].name,
 		   hw_stype_name(task->target_stype), task->nseeds, B, S, max_rows, width,
-		   hw_child_sampling_name(policy), recent, key_cells, descendants, hw_future_parents_name(future), cell_dropout, batches);
+		   hw_child_sampling_name(policy), recent, key_cells, descendants, hw_future_parents_name(future), date_undated, cell_dropout,
+		   batches);
 
 	char tbuf[64];
 
@@ -240,6 +244,7 @@ main(int argc, char **argv)
 		cfg.key_cells = key_cells != 0;
 		cfg.descendant_counts = descendants != 0;
 		cfg.future_parents = future;
+		cfg.date_undated = date_undated != 0;
 		cfg.cell_dropout = (float) cell_dropout;
 		cfg.n_threads = nt;
 		cfg.seed = 1;
