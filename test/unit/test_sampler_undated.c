@@ -63,20 +63,21 @@ squad(void)
 	return synth_finish(s) == 0 ? s : NULL;
 }
 
-/* A query task about team t0 at obs_day, without label history. */
+/* A query task about row r of table `table`, observed at obs_day,
+ * without label history. */
 static HwTask *
-team_task(const HwSnapshot *s, int obs_day)
+query_task(const HwSnapshot *s, int table, uint32_t r, int obs_day)
 {
 	HwError err = {0};
-	HwTask *q = hw_task_new("team_q", HW_TASK_QUERY, &err);
+	HwTask *q = hw_task_new("q", HW_TASK_QUERY, &err);
 
-	q->anchor_table = 0;
+	q->anchor_table = table;
 	q->target_stype = HW_ST_NUMERICAL;
 	q->label_history = false;
 	if (hw_task_alloc_seeds(q, 1, &err) != HW_OK)
 		return q;
-	q->anchor_row[0] = T0;
-	q->anchor_key[0] = s->tables[0].key_hash[0];
+	q->anchor_row[0] = synth_row(s, table, r);
+	q->anchor_key[0] = s->tables[table].key_hash[r];
 	q->obs_time_us[0] = T0_US + obs_day * DAY_US;
 	q->target[0] = 1.0;
 	q->target_std = 1.0;
@@ -85,14 +86,14 @@ team_task(const HwSnapshot *s, int obs_day)
 	return q;
 }
 
-/* The snapshot rows (bit set) of the team's sequence at obs_day, and the
- * team cell's count of players (the first child FK, all windows: [0]). */
+/* The snapshot rows (bit set) of task t's one sequence, and the count in
+ * the first child-count slot of the team.rating cell, all windows ([0]):
+ * the team's players (-1 when the team is not in the sequence).  Frees t. */
 static uint32_t
-team_rows(const HwSnapshot *s, int obs_day, bool date_undated, int *players)
+sequence_rows(const HwSnapshot *s, HwTask *t, bool date_undated, int *players)
 {
 	HwSamplerConfig cfg;
 	HwError err = {0};
-	HwTask *t = team_task(s, obs_day);
 	uint32_t seed = 0, set = 0;
 	HwBatch *b = NULL;
 	const HwCellSource *rows;
@@ -122,6 +123,13 @@ team_rows(const HwSnapshot *s, int obs_day, bool date_undated, int *players)
 	hw_sampler_free(sm);
 	hw_task_free(t);
 	return set;
+}
+
+/* team t0's sequence at obs_day */
+static uint32_t
+team_rows(const HwSnapshot *s, int obs_day, bool date_undated, int *players)
+{
+	return sequence_rows(s, query_task(s, 0, 0, obs_day), date_undated, players);
 }
 
 #define BIT(x) (1u << (x))
@@ -159,44 +167,13 @@ UNIT_TEST(sampler_undated_rows_anchor_always_taken)
 	 * anchor is taken (as a dated anchor after its obs time is), the rows
 	 * around it are filtered as usual */
 	HwSnapshot *s = squad();
-	HwSamplerConfig cfg;
-	HwError err = {0};
-	const HwCellSource *rows;
-	HwBatch *b = NULL;
-	int n = 0;
-	uint32_t seed = 0, set = 0;
+	int players;
 
 	CHECK(s != NULL);
-	HwTask *q = hw_task_new("player_q", HW_TASK_QUERY, &err);
-
-	q->anchor_table = 1;
-	q->target_stype = HW_ST_NUMERICAL;
-	q->label_history = false;
-	CHECK(hw_task_alloc_seeds(q, 1, &err) == HW_OK);
-	q->anchor_row[0] = P1;
-	q->anchor_key[0] = s->tables[1].key_hash[1];
-	q->obs_time_us[0] = T0_US + 20 * DAY_US;
-	q->target[0] = 1.0;
-	q->target_std = 1.0;
-	CHECK(hw_task_assign_splits(q, &err) == HW_OK);
-	hw_sampler_config_default(&cfg);
-	cfg.batch_size = 1;
-	cfg.seq_len = 64;
-	cfg.n_threads = 1;
-	cfg.date_undated = true;
-	HwSampler *sm = hw_sampler_create(s, &q, 1, &cfg, &err);
-
-	CHECK_MSG(sm != NULL, "%s", err.msg);
-	CHECK(sm && hw_sampler_seed_batch(sm, 0, &seed, 1, &b, &err) == HW_OK);
-	CHECK(sm && hw_sampler_last_rows(sm, 0, &rows, &n) == HW_OK);
-	for (int r = 0; r < n; r++)
-		if (rows[r].row >= 0)
-			set |= 1u << rows[r].row;
 	/* p1 (anchor), its team, the team's other players of day 20 (p0, p2)
 	 * and p0's goal g0; not p1's own goal of day 25 nor the note */
-	CHECK_EQ_INT(set, BIT(P1) | BIT(T0) | BIT(P0) | BIT(P2) | BIT(G0));
-	hw_batch_free(b);
-	hw_sampler_free(sm);
-	hw_task_free(q);
+	CHECK_EQ_INT(sequence_rows(s, query_task(s, 1, 1, 20), true, &players),
+				 BIT(P1) | BIT(T0) | BIT(P0) | BIT(P2) | BIT(G0));
+	CHECK_EQ_INT(players, 2);
 	synth_free(s);
 }
