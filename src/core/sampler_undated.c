@@ -64,9 +64,14 @@ date_undated_rows(HwSampler *s, int64_t *time)
 	int64_t *after_parents;
 
 	for (int t = 0; t < snap->ntables; t++)
-		for (uint32_t r = snap->tables[t].row_offset;
-			 snap->tables[t].time_col < 0 && r < snap->tables[t].row_offset + snap->tables[t].nrows; r++)
+	{
+		const HwTable *tb = &snap->tables[t];
+
+		if (tb->time_col >= 0)
+			continue;
+		for (uint32_t r = tb->row_offset; r < tb->row_offset + tb->nrows; r++)
 			time[r] = latest_parent_time(snap, r);
+	}
 	if ((after_parents = malloc(sizeof(int64_t) * snap->nrows)) == NULL)
 		return SAMPLER_OOM;
 	memcpy(after_parents, time, sizeof(int64_t) * snap->nrows);
@@ -74,7 +79,9 @@ date_undated_rows(HwSampler *s, int64_t *time)
 	{
 		const HwTable *tb = &snap->tables[t];
 
-		for (uint32_t r = tb->row_offset; tb->time_col < 0 && r < tb->row_offset + tb->nrows; r++)
+		if (tb->time_col >= 0)
+			continue;
+		for (uint32_t r = tb->row_offset; r < tb->row_offset + tb->nrows; r++)
 		{
 			if (time[r] == HW_NO_TIME)
 				time[r] = earliest_child_time(snap, after_parents, r);
