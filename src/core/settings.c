@@ -95,7 +95,7 @@ const HwSettingDef hw_settings[] = {
 	FLAG("ordinal_head", 1, ordinal_head,
 		 "the head that numerical tasks with the loss \"ordinal\" (integer labels spanning at most 17 values) train and predict with: a distribution over their values, one logistic loss per threshold, its median (default true; false: such tasks train with \"mae\", as models trained before the option)"),
 	FLAG("count_ramps", 0, count_ramps,
-		 "with child_counts, also gives the anchor row (the row a prediction is about) its child counts as steps (ramps in log2(1 + n) with knots at 0, 1, 3, 7 and 15 children), so a line between 2 and 3 orders is one linear map away (default false: on the football benchmark, with the anchors' names shown, it raised the player task's AUROC by 0.004 over three seeds, but with them hidden, as by default, one seed showed no gain, and on pagila it cost rentals_21d 0.058 MAE)"),
+		 "with child_counts, also gives the anchor row (the row a prediction is about) its child counts as steps (ramps in log2(1 + n) with knots at 0, 1, 3, 7 and 15 children), so a line between 2 and 3 orders is one linear map away (default false: on the football benchmark, with the anchors' names shown, it raised the player task's AUROC by 0.004 over three seeds, but with them hidden, as by default, one seed lost 0.008 on it, and on pagila it cost rentals_21d 0.058 MAE)"),
 	FLAG("head_adamw", 0, head_adamw,
 		 "the output heads' weight matrices train with AdamW instead of Muon (default false: Muon, as models trained before the option)"),
 	{.name = "max_rows", .type = HW_SETTING_INT, .min = 1, .max = 65535, .dflt = 200, .group = HW_GROUP_SAMPLER,
