@@ -77,6 +77,10 @@ hw_sampler_free(HwSampler *s)
 		if (!s->is_clone)
 			free(s->shard[sp]);
 	}
+	if (s->train_cdf)
+		for (int t = 0; t < s->ntasks; t++)
+			free(s->train_cdf[t]);
+	free(s->train_cdf);
 	if (s->is_clone)
 		goto own;
 	if (s->tinfo)
@@ -226,7 +230,7 @@ make_shards(HwSampler *s, int rank, int world_size, HwError *err)
 							  err) != HW_OK)
 				return err ? err->code : HW_ERR_INVALID;
 	}
-	return HW_OK;
+	return sampler_build_recency(s);
 }
 
 /* Scratch per thread, output slots for a batch, and the workers besides
@@ -376,26 +380,18 @@ hw_sampler_clone_rank(const HwSampler *base, int rank, int world_size, HwError *
 		s->shard_idx[sp] = NULL;
 		s->shard_n[sp] = NULL;
 	}
+	s->train_cdf = NULL;
 	s->own_shards = true;
 	s->cfg.rank = rank;
 	s->cfg.world_size = world_size;
-	for (int sp = 0; sp < HW_N_SPLITS; sp++)
+	int rc = make_shards(s, rank, world_size, err);
+
+	if (rc != HW_OK)
 	{
-		s->shard_idx[sp] = calloc((size_t) s->ntasks, sizeof(uint32_t *));
-		s->shard_n[sp] = calloc((size_t) s->ntasks, sizeof(uint32_t));
-		if (!s->shard_idx[sp] || !s->shard_n[sp])
-		{
-			hw_sampler_free(s);
+		hw_sampler_free(s);
+		if (rc == SAMPLER_OOM)
 			hw_error_set(err, HW_ERR_NOMEM, "out of memory sharding the seeds for rank %d", rank);
-			return NULL;
-		}
-		for (int t = 0; t < s->ntasks; t++)
-			if (hw_task_shard(s->tasks[t], sp, rank, world_size, &s->shard_idx[sp][t], &s->shard_n[sp][t],
-							  err) != HW_OK)
-			{
-				hw_sampler_free(s);
-				return NULL;
-			}
+		return NULL;
 	}
 	return s;
 }

@@ -140,6 +140,15 @@
  *   BENCHMARKS.md).  Validation, evaluation and prediction
  *   batches never drop.
  *
+ * Recency (recent_weight = r > 1, train split only, hw_sampler_batch): the
+ *   task's train seeds are drawn with replacement, seed i with weight
+ *   r^((obs_i - first) / (last - first)) over the shard's observation
+ *   times, by u = hash(seed, rank, split, k, b) / 2^53 against the running
+ *   sums of the weights; r = 1 keeps the permutation above.  For data
+ *   whose patterns drift: the model sees more of the years closest to the
+ *   ones it will predict.  Validation, evaluation and prediction batches
+ *   are as without it.
+ *
  * Tensors (batch.h): values from the snapshot columns (numerical z-score,
  * timestamp via hw_time_encode with the snapshot's ts_mean_us/ts_std_us,
  * boolean, categorical global index, text global index remapped batch-wide
@@ -238,6 +247,9 @@ typedef struct HwSamplerConfig
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */
+	float     recent_weight;    /* train split only: the latest seeds are drawn this many
+								 * times as often as the earliest, [1, 100], default 1
+								 * (uniform; below) */
 	uint64_t  seed;             /* sampling randomness, default 0 */
 	int32_t   rank;             /* default 0 */
 	int32_t   world_size;       /* default 1 */

@@ -20,6 +20,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
 	cfg->count_windows = HW_COUNT_WINDOWS_STD;     /* "events" was level on football (docs/BENCHMARKS.md) */
 	cfg->cell_dropout = 0.0f;
+	cfg->recent_weight = 1.0f;
 	cfg->descendant_counts = true;    /* brings churn closer to its planted rule and leaves orders_30d
 									   * and pagila unchanged (docs/BENCHMARKS.md) */
 	cfg->label_means = false;
@@ -78,7 +79,7 @@ in_option_range(const char *option, double x)
 
 /* The ranges hw_sampler_create accepts; the message names every field, so
  * a caller sees which one is off without reading the source.  seq_len,
- * max_rows, child_width's maximum and cell_dropout are rt_train's options
+ * max_rows, child_width's maximum, cell_dropout and recent_weight are rt_train's options
  * (settings.c); batch_size up to 65535 (a sequence index of 16 bits: wider
  * than the option allows), child_width 0 (no children), the ranks, threads
  * and recent_children's -1 (half of child_width) are the sampler's own. */
@@ -89,6 +90,7 @@ sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 	const HwSettingDef *max_rows = hw_setting_find("max_rows");
 	const HwSettingDef *width = hw_setting_find("child_width");
 	const HwSettingDef *dropout = hw_setting_find("cell_dropout");
+	const HwSettingDef *recent = hw_setting_find("recent_weight");
 
 	if (cfg->batch_size < 1 || cfg->batch_size > 65535 || !in_option_range("seq_len", cfg->seq_len) ||
 		!in_option_range("max_rows", cfg->max_rows) || cfg->bfs_child_width < 0 ||
@@ -98,17 +100,20 @@ sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
 		hw_future_parents_name(cfg->future_parents) == NULL ||
 		hw_count_windows_name(cfg->count_windows) == NULL ||
-		!in_option_range("cell_dropout", (double) cfg->cell_dropout))
+		!in_option_range("cell_dropout", (double) cfg->cell_dropout) ||
+		!in_option_range("recent_weight", (double) cfg->recent_weight))
 	{
 		hw_error_set(err, HW_ERR_INVALID,
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (%g..%g), max_rows %d "
 					 "(%g..%g), bfs_child_width %d (0..%g), rank %d of world_size %d, child_sampling %d "
 					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
-					 "(hide 0, follow 1), count_windows %d (events 0, std 1), cell_dropout %g (%g..%g)",
+					 "(hide 0, follow 1), count_windows %d (events 0, std 1), cell_dropout %g (%g..%g), "
+					 "recent_weight %g (%g..%g)",
 					 cfg->batch_size, cfg->seq_len, seq_len->min, seq_len->max, cfg->max_rows, max_rows->min,
 					 max_rows->max, cfg->bfs_child_width, width->max,
 					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
-					 cfg->future_parents, cfg->count_windows, (double) cfg->cell_dropout, dropout->min, dropout->max);
+					 cfg->future_parents, cfg->count_windows, (double) cfg->cell_dropout, dropout->min, dropout->max,
+					 (double) cfg->recent_weight, recent->min, recent->max);
 		return false;
 	}
 	return true;

@@ -235,6 +235,8 @@ struct HwSampler
 	uint32_t *shard[HW_N_SPLITS];       /* per task: shard_off into shard_idx */
 	uint32_t *shard_n[HW_N_SPLITS];     /* [ntasks] */
 	uint32_t **shard_idx[HW_N_SPLITS];  /* [ntasks] arrays */
+	double  **train_cdf;        /* [ntasks], recent_weight > 1 only: running sums of the train
+								 * shard's draw weights (sampler_seeds.c); owned with the shards */
 	TableInfo *tinfo;
 	const int64_t *row_time;    /* [nrows] each row's time as the sampler filters it: the
 								 * snapshot's, or with date_undated row_time_own */
@@ -429,5 +431,6 @@ int  sampler_ensure_slots(HwSampler *s, int n, HwError *err);
 /* sampler_collate.c: the batch of specs[0..B) (one task), and cell dropout */
 int  sampler_build_batch(HwSampler *s, const SeqSpec *specs, int B, HwBatch **out, HwError *err);
 void sampler_drop_cells(HwBatch *bt, float p, uint64_t key);
+int  sampler_build_recency(HwSampler *s);
 
 #endif /* HW_SAMPLER_INTERNAL_H */

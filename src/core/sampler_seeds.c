@@ -44,6 +44,72 @@ feistel_perm(uint64_t x, uint64_t n, uint64_t key)
 	return x;
 }
 
+/*
+ * recent_weight = r > 1: each task's train seeds are drawn with weight
+ * r^((obs - first) / (last - first)) between the shard's first and last
+ * observation time (a seed without one counts as the last), kept as running
+ * sums for a binary search.  r = 1 leaves train_cdf NULL: every seed once
+ * an epoch, in a keyed permutation.
+ */
+int
+sampler_build_recency(HwSampler *s)
+{
+	double r = (double) s->cfg.recent_weight;
+
+	if (!(r > 1.0))
+		return HW_OK;
+	if ((s->train_cdf = calloc((size_t) s->ntasks, sizeof(double *))) == NULL)
+		return SAMPLER_OOM;
+	for (int t = 0; t < s->ntasks; t++)
+	{
+		const uint32_t *idx = s->shard_idx[HW_SPLIT_TRAIN][t];
+		const int64_t *obs = s->tasks[t]->obs_time_us;
+		uint32_t n = s->shard_n[HW_SPLIT_TRAIN][t];
+		int64_t first = HW_NO_CUTOFF, last = INT64_MIN;
+
+		if (n == 0)
+			continue;
+		if ((s->train_cdf[t] = malloc(sizeof(double) * n)) == NULL)
+			return SAMPLER_OOM;
+		for (uint32_t i = 0; i < n; i++)
+			if (obs[idx[i]] != HW_NO_CUTOFF)
+			{
+				first = obs[idx[i]] < first ? obs[idx[i]] : first;
+				last = obs[idx[i]] > last ? obs[idx[i]] : last;
+			}
+		double span = last > first ? (double) (last - first) : 0.0, sum = 0.0;
+
+		for (uint32_t i = 0; i < n; i++)
+		{
+			double x = obs[idx[i]] == HW_NO_CUTOFF ? 1.0 : span > 0 ? (double) (obs[idx[i]] - first) / span : 0.0;
+
+			sum += pow(r, x);
+			s->train_cdf[t][i] = sum;
+		}
+	}
+	return HW_OK;
+}
+
+/* The position in [0, n) whose weight covers u in [0, 1): the first running
+ * sum above u * total. */
+static uint32_t
+weighted_position(const double *cdf, uint32_t n, double u)
+{
+	double v = u * cdf[n - 1];
+	uint32_t lo = 0, hi = n - 1;
+
+	while (lo < hi)
+	{
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cdf[mid] > v)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
 int
 hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *seed_idx, HwError *err)
 {
@@ -80,13 +146,17 @@ hw_sampler_batch(HwSampler *s, int split, uint64_t k, HwBatch **out, uint32_t *s
 	if (specs == NULL)
 		return hw_error_set(err, HW_ERR_NOMEM, "out of memory");
 	const HwTask *t = s->tasks[task];
+	const double *cdf = split == HW_SPLIT_TRAIN && s->train_cdf ? s->train_cdf[task] : NULL;
 
 	for (int b = 0; b < B; b++)
 	{
 		uint64_t p = k * (uint64_t) B + (uint64_t) b;
 		uint64_t epoch = p / n;
 		uint64_t key = hash5(seed, rank, (uint64_t) split, s->task_key[task], epoch ^ 0x65706f6368ULL);
-		uint32_t si = idx[feistel_perm(p % n, n, key)];
+		/* recent_weight: a weighted draw with replacement; else each seed once an epoch */
+		uint32_t si = cdf ? idx[weighted_position(cdf, n, (double) (hash5(seed, rank, (uint64_t) split, k,
+																			(uint64_t) b ^ 0x72656365ULL) >> 11) * 0x1.0p-53)]
+			: idx[feistel_perm(p % n, n, key)];
 
 		specs[b].task = task;
 		specs[b].anchor_row = t->anchor_row[si];
