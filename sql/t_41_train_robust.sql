@@ -35,7 +35,7 @@ FROM (VALUES ('{"threads": 100000}'), ('{"threads": -1}'), ('{"threads": "4"}'),
              ('{"split_seed": 7}'),
              ('{"batch_size": 4096, "seq_len": 4096}'),
              ('{"batch_size": 4096, "seq_len": 256, "d_model": 4096, "n_heads": 64, "n_layers": 64}'),
-             ('{"cell_dropout": 1}'), ('{"cell_dropout": "0.1"}'), ('{"ema_decay": 1}'), ('{"ema_decay": "0.9"}')) v(o),
+             ('{"cell_dropout": 1}'), ('{"cell_dropout": "0.1"}'), ('{"recent_weight": 0.5}'), ('{"recent_weight": 101}'), ('{"ema_decay": 1}'), ('{"ema_decay": "0.9"}')) v(o),
      pg_temp.err(format('SELECT rt_train(%L, steps => 1, preset => %L, options => %L)', 'm41', 'tiny', o)) e;
 -- arguments
 SELECT a AS arguments, e.code AS sqlstate, e.message, e.hint
