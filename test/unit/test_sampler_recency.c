@@ -11,20 +11,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The earliest and latest observation times of the task's train seeds. */
+static void
+train_span(const HwTask *t, int64_t *first, int64_t *last)
+{
+	*first = INT64_MAX;
+	*last = INT64_MIN;
+	for (uint32_t i = 0; i < t->nseeds; i++)
+		if (t->split[i] == HW_SPLIT_TRAIN)
+		{
+			*first = t->obs_time_us[i] < *first ? t->obs_time_us[i] : *first;
+			*last = t->obs_time_us[i] > *last ? t->obs_time_us[i] : *last;
+		}
+}
+
 /* Mean position x = (obs - first) / (last - first) of the train seeds,
  * each weighted by r^x: what draws with recent_weight r average to,
  * computed from the task's arrays alone. */
 static double
 expected_position(const HwTask *t, double r)
 {
-	int64_t first = INT64_MAX, last = INT64_MIN;
+	int64_t first, last;
 
-	for (uint32_t i = 0; i < t->nseeds; i++)
-		if (t->split[i] == HW_SPLIT_TRAIN)
-		{
-			first = t->obs_time_us[i] < first ? t->obs_time_us[i] : first;
-			last = t->obs_time_us[i] > last ? t->obs_time_us[i] : last;
-		}
+	train_span(t, &first, &last);
 	double num = 0, den = 0;
 
 	for (uint32_t i = 0; i < t->nseeds; i++)
@@ -43,14 +52,9 @@ expected_position(const HwTask *t, double r)
 static double
 drawn_position(HwSampler *sm, const HwTask *t, int nbatch, int B)
 {
-	int64_t first = INT64_MAX, last = INT64_MIN;
+	int64_t first, last;
 
-	for (uint32_t i = 0; i < t->nseeds; i++)
-		if (t->split[i] == HW_SPLIT_TRAIN)
-		{
-			first = t->obs_time_us[i] < first ? t->obs_time_us[i] : first;
-			last = t->obs_time_us[i] > last ? t->obs_time_us[i] : last;
-		}
+	train_span(t, &first, &last);
 	uint32_t *idx = malloc(sizeof(uint32_t) * (size_t) B);
 	HwError err = {0};
 	double sum = 0;
