@@ -11,14 +11,17 @@
  * --f32-avx2 runs the packed fp32 kernel's AVX2 build on an AVX-512
  * processor (to compare it with OpenBLAS's AVX2 kernels there).
  *
- * The serving forward in seven variants, alternating over R rounds: fp32
+ * The serving forward in eight variants, alternating over R rounds: fp32
  * (on packed weights where the processor has AVX-512) or bf16 layer GEMMs
- * (bf16 only on processors with AVX512_BF16), and the last
+ * (bf16 only on processors with AVX512_BF16; on AMX tiles where the
+ * processor has them), and the last
  * attention sublayer whole, on the target cells only, or the last layers
  * on the cells that can reach a target (cell lists, model_reach.c; the
  * share of the listed stages' cells they computed is printed: on these
  * synthetic sequences the anchor has many children, so it is high); the
- * seventh: fp32 on OpenBLAS's sgemm (no packed weights), with cell lists.
+ * seventh: fp32 on OpenBLAS's sgemm (no packed weights), with cell lists;
+ * the eighth (only where the processor has AMX tiles): bf16 on the
+ * AVX512_BF16 kernel, with cell lists.
  *
  * Synthetic sequences (synth_batch.h, 5% padding) of the preset's B x S; rows/s
  * counts predicted sequences (one target each).  Prints the forward GEMMs'
@@ -158,13 +161,14 @@ cpu_ms(void)
  * target-rows tail), on the target cells (attn_forward_cells hidden: the
  * forward before the cell lists), or the last layers on the cells that
  * reach a target (model_reach.c) */
-#define NVARIANT 7
+#define NVARIANT 8
 #define NPRUNE 3
 #define V_OPENBLAS 6    /* fp32 on OpenBLAS blocks (no packed fp32 weights), cell lists */
+#define V_NO_AMX 7      /* bf16 on AVX512_BF16 where the processor also has AMX tiles, cell lists */
 static const char *const variant_names[NVARIANT] = {
 	"fp32, last sublayer whole", "fp32, last sublayer on targets", "fp32, last layers on cell lists",
 	"bf16, last sublayer whole", "bf16, last sublayer on targets", "bf16, last layers on cell lists",
-	"fp32 on OpenBLAS, cell lists",
+	"fp32 on OpenBLAS, cell lists", "bf16 without AMX, cell lists",
 };
 
 /* the share of the cells that the stages on cell lists computed (1: no
@@ -196,13 +200,14 @@ run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int 
 {
 	HwError err = {0};
 	bool    bf16 = v >= NPRUNE && v != V_OPENBLAS;
-	int     prune = v == V_OPENBLAS ? 2 : v % NPRUNE;     /* 0 whole, 1 the last sublayer, 2 cell lists */
+	int     prune = v >= V_OPENBLAS ? 2 : v % NPRUNE;     /* 0 whole, 1 the last sublayer, 2 cell lists */
 	HwBackendOps keep = shim_ops;
 	double  t0, c0, ms, cms, cells;
 
-	if (bf16 && !be->ops->bf16_usable(be))
+	if ((bf16 && !be->ops->bf16_usable(be)) || (v == V_NO_AMX && !hw_backend_cpu_amx_supported()))
 		return 0;
 	hw_backend_cpu_disable_f32_pack(be, v == V_OPENBLAS);
+	hw_backend_cpu_disable_amx(be, v == V_NO_AMX);
 	if (hw_model_set_inference_precision(m, bf16 ? HW_PRECISION_BF16 : HW_PRECISION_FP32, &err) != HW_OK)
 	{
 		fprintf(stderr, "%s\n", err.msg);

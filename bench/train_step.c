@@ -2,7 +2,7 @@
  * bench/train_step.c: training-step speed of the CPU backend.
  *
  *   bench/bin/train_step [preset ...] [--steps N] [--threads T] [--layers L] [--tape] [--ema D]
- *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail] [--f32-blas]
+ *                        [--set key=value ...] [--precision fp32|bf16|auto] [--full-tail] [--f32-blas] [--no-amx]
  *   bench/bin/train_step --gemm-shapes     (one-thread OpenBLAS sgemm on the shapes of its fallback blocks)
  *
  * Prints, per preset: ms per step, tokens/s, model GFLOP per step (matmuls,
@@ -23,6 +23,8 @@
  * cells (hw_model_set_full_tail: the step before the tail was pruned).
  * --f32-blas: the fp32 products on OpenBLAS, not on the backend's own
  * kernel (hw_backend_cpu_disable_f32_pack), to compare the two.
+ * --no-amx: the bf16 products on the AVX512_BF16 kernel even where the
+ * processor has AMX tiles (hw_backend_cpu_disable_amx).
  * Synthetic batches (synth_batch.h).  The peak is OpenBLAS's, with the
  * kernels it picked (OPENBLAS_CORETYPE, or the processor's model: its
  * SSE3 kernels on a processor newer than its release), while the step's
@@ -125,7 +127,7 @@ main(int argc, char **argv)
 {
 	const char *presets[8];
 	const char *precision = "fp32";
-	bool        full_tail = false, f32_blas = false;
+	bool        full_tail = false, f32_blas = false, no_amx = false;
 	int         np = 0, steps = 3, threads = 0, layers = 0, tape = 0, dt = 256;
 	double      ema = 0;
 	const char *sets[16];
@@ -153,6 +155,8 @@ main(int argc, char **argv)
 			full_tail = true;
 		else if (strcmp(argv[i], "--f32-blas") == 0)
 			f32_blas = true;
+		else if (strcmp(argv[i], "--no-amx") == 0)
+			no_amx = true;
 		else if (strcmp(argv[i], "--gemm-shapes") == 0)
 		{
 			gemm_shapes();
@@ -225,7 +229,10 @@ main(int argc, char **argv)
 		}
 		hw_synth_tables(dt, 1, &colt, &catt);
 		if (be)
+		{
 			hw_backend_cpu_disable_f32_pack(be, f32_blas);
+			hw_backend_cpu_disable_amx(be, no_amx);
+		}
 		m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 		if (!m)
 		{
@@ -344,7 +351,9 @@ main(int argc, char **argv)
 		}
 		printf("\n%s: D=%d H=%d L=%d B=%d S=%d F=%d, %d threads, training GEMMs in %s%s, last layer's tail on %s\n",
 			   presets[pi], D, c.n_heads, c.n_layers, c.batch_size, c.seq_len, F, threads,
-			   hw_precision_name(hw_model_train_precision(m)), f32_blas ? " (fp32 on OpenBLAS)" : "",
+			   hw_precision_name(hw_model_train_precision(m)),
+			   f32_blas ? " (fp32 on OpenBLAS)" : hw_model_train_precision(m) == HW_PRECISION_BF16 && !no_amx &&
+			   hw_backend_cpu_amx_supported() ? " (on AMX tiles)" : "",
 			   full_tail ? "every cell" : "the target cells");
 		printf("  step %.1f ms, %.0f tokens/s\n", best, N / (best / 1e3));
 		if (hw_model_has_ema(m))

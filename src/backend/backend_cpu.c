@@ -273,6 +273,12 @@ hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled)
 }
 
 void
+hw_backend_cpu_disable_amx(HwBackend *be, bool disabled)
+{
+	((CpuCtx *) be->ctx)->amx_disabled = disabled;
+}
+
+void
 hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled)
 {
 	((CpuCtx *) be->ctx)->f32pack_disabled = disabled;

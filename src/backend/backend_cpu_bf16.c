@@ -240,6 +240,7 @@ typedef struct RowTask
 	int          lda;
 	bool         transA;
 	int          kcp;          /* pairs of K per block of the sum */
+	bool         amx;          /* the blocks on AMX tiles (backend_cpu_amx.c) */
 	float        beta;
 	float       *C;
 	int          ldc;
@@ -254,6 +255,22 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 
 	if (!t->transA)
 		convert_rows(abuf, t->A + (size_t) m0 * t->lda, t->lda, mb, w->K, kp);
+	if (t->amx)
+	{
+		/* the tiles read whole 16-row groups: the rows past mb are zeros */
+		int mpad = (mb + 15) / 16 * 16;
+
+		memset(abuf + (size_t) mb * 2 * kp, 0, (size_t) (mpad - mb) * 2 * kp * sizeof(uint16_t));
+		for (int p0 = 0; p0 < kp; p0 += t->kcp)
+		{
+			int kcn = kp - p0 < t->kcp ? kp - p0 : t->kcp;
+
+			cpu_amx_block(abuf + 2 * (size_t) p0, kp, mb, w->w + (t->q_first + q_lo) * pstride + (size_t) p0 * 2 * PANEL,
+						  pstride, kcn, q_hi - q_lo, t->N - q_lo * PANEL, t->C + (size_t) m0 * t->ldc + q_lo * PANEL,
+						  t->ldc, p0 == 0 ? t->beta : 1.0f);
+		}
+		return;
+	}
 	for (int p0 = 0; p0 < kp; p0 += t->kcp)
 	{
 		int             kcn = kp - p0 < t->kcp ? kp - p0 : t->kcp;
@@ -310,7 +327,10 @@ static bool
 gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const float *A, int lda, bool transA,
 			int kcp, float beta, float *C, int ldc)
 {
+	/* AMX where the machine has it and K's pairs fill whole tiles: a choice
+	 * by the weight's shape, never by M (a row's bits never depend on M) */
 	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .kcp = kcp,
+				 .amx = !transA && w->kp % 16 == 0 && kcp % 16 == 0 && cpu_amx_usable(be),
 				 .beta = beta, .C = C, .ldc = ldc};
 	int     nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be), npan = (N + PANEL - 1) / PANEL;
 	int     ngroups = (npan + NP - 1) / NP, nchunk = 1, ntask, gper;

@@ -27,6 +27,7 @@ typedef struct CpuCtx
 	size_t  scratch_n;
 	bool    f32pack_disabled;      /* hw_backend_cpu_disable_f32_pack: every fp32 GEMM on OpenBLAS */
 	bool    bf16_disabled;         /* hw_backend_cpu_disable_bf16: fp32 even where AVX512_BF16 exists */
+	bool    amx_disabled;          /* hw_backend_cpu_disable_amx: bf16 on AVX512_BF16 even where AMX exists */
 	void   *bpack;                 /* a product's packed B (cpu_bpack) */
 	size_t  bpack_bytes;
 } CpuCtx;
@@ -58,6 +59,14 @@ void *cpu_bf16_weight_pack(HwBackend *be, const float *W, int N, int K);
 void  cpu_bf16_weight_free(HwBackend *be, void *packed);
 void  cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0, float beta, float *C, int ldc);
 bool  cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* backend_cpu_amx.c: AMX tiles usable by this backend now; C rows [0, mb)
+ * x panels [0, np) (= or beta*C +) bf16 rows a (row i's pairs at a + 2*i*rs,
+ * rows up to mb rounded up to 16 readable) @ panels b (panel j at b +
+ * j*pstride, backend_cpu_bf16.c's layout) over kcn pairs, a multiple of 16;
+ * N: the columns of the np panels (the last may be partial) */
+bool  cpu_amx_usable(HwBackend *be);
+void  cpu_amx_block(const uint16_t *a, size_t rs, int mb, const uint16_t *b, size_t pstride, int kcn, int np, int N,
+					float *C, int ldc, float beta);
 /* backend_cpu_norm.c */
 void cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D);
 void cpu_rmsnorm_backward(HwBackend *be, float *dx, float *dg, const float *dout, const float *x, const float *rstd, const float *g, int N, int D);
@@ -79,7 +88,7 @@ enum { HW_ISA_OLD, HW_ISA_AVX2, HW_ISA_AVX512, HW_ISA_AVX512_BF16 };
 /* backend_cpu_blas.c: bf16 products beat fp32 ones of that instruction
  * level on a processor of this vendor (the rule), and on this machine
  * (backend.h bf16_preferred) */
-bool cpu_bf16_beats_fp32(bool intel, int fp32_level);
+bool cpu_bf16_beats_fp32(bool intel, int fp32_level, bool amx);
 bool cpu_bf16_preferred(HwBackend *be);
 
 /* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed; and

@@ -332,6 +332,9 @@ void       hw_backend_cpu_set_threads(HwBackend *be, int n_threads);
 /* disabled: the CPU backend reports bf16 as unusable (bf16_usable false) even
  * on a processor with AVX512_BF16 (tests of the fp32 fallback). */
 void       hw_backend_cpu_disable_bf16(HwBackend *be, bool disabled);
+/* disabled: the CPU backend's bf16 products run on AVX512_BF16 even where
+ * the processor has AMX tiles (tests and benchmarks of both kernels) */
+void       hw_backend_cpu_disable_amx(HwBackend *be, bool disabled);
 /* disabled: the CPU backend's own fp32 kernel is not used: no packed fp32
  * weights (f32_weight_pack NULL) and every fp32 GEMM on OpenBLAS (tests
  * and benchmarks of that path) */
@@ -340,6 +343,9 @@ void       hw_backend_cpu_disable_f32_pack(HwBackend *be, bool disabled);
 bool       hw_backend_cpu_f32_pack_supported(void);
 /* this processor has AVX512_BF16 and this build has the kernels for it */
 bool       hw_backend_cpu_bf16_supported(void);
+/* this processor has AMX tiles for bf16 (and AVX512_BF16), and the
+ * operating system lets this process use them (asked once, on first call) */
+bool       hw_backend_cpu_amx_supported(void);
 /* OpenBLAS's kernel family (its core name, e.g. "Haswell") */
 const char *hw_backend_cpu_blas_core(void);
 /* what the CPU backend's fp32 products run on, in words: "own AVX-512

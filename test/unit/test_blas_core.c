@@ -12,15 +12,17 @@
 #include <strings.h>
 
 /* bf16 against fp32 products: only Intel's cores against AVX-512 fp32
- * keep fp32 (VDPBF16PS issues on one port there, the FMA on two) */
+ * keep fp32 (VDPBF16PS issues on one port there, the FMA on two), unless
+ * the bf16 products run on AMX tiles */
 UNIT_TEST(test_bf16_beats_fp32_rule)
 {
-	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512_BF16));
-	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512));
-	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_OLD));
-	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_AVX2));
-	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX512_BF16));
-	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX2));
+	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512_BF16, false));
+	CHECK(!cpu_bf16_beats_fp32(true, HW_ISA_AVX512, false));
+	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_AVX512, true));
+	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_OLD, false));
+	CHECK(cpu_bf16_beats_fp32(true, HW_ISA_AVX2, false));
+	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX512_BF16, false));
+	CHECK(cpu_bf16_beats_fp32(false, HW_ISA_AVX2, false));
 }
 
 /* the backend's entry follows the rule on this machine, against the
@@ -30,7 +32,7 @@ UNIT_TEST(test_bf16_preferred_here)
 {
 	HwError    err = {0};
 	HwBackend *be = hw_backend_cpu_create(1, &err);
-	bool       intel = false, avx512 = false;
+	bool       intel = false, avx512 = false, amx = hw_backend_cpu_amx_supported();
 	const char *core = hw_backend_cpu_blas_core();
 	int        blas;
 
@@ -43,11 +45,14 @@ UNIT_TEST(test_bf16_preferred_here)
 	blas = strcasecmp(core, "SkylakeX") == 0 || strcasecmp(core, "Cooperlake") == 0 ||
 		strcasecmp(core, "SapphireRapids") == 0 ? HW_ISA_AVX512 : HW_ISA_OLD;
 	CHECK_EQ_INT(be->ops->bf16_preferred(be),
-				 be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, avx512 ? HW_ISA_AVX512 : HW_ISA_AVX2));
+				 be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, avx512 ? HW_ISA_AVX512 : HW_ISA_AVX2, amx));
 	CHECK(strstr(hw_backend_cpu_f32_kernels(be), "own") != NULL || !hw_backend_cpu_f32_pack_supported());
 	hw_backend_cpu_disable_f32_pack(be, true);
-	CHECK_EQ_INT(be->ops->bf16_preferred(be), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas));
+	CHECK_EQ_INT(be->ops->bf16_preferred(be), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, amx));
 	CHECK(strstr(hw_backend_cpu_f32_kernels(be), core) != NULL);
+	hw_backend_cpu_disable_amx(be, true);
+	CHECK_EQ_INT(be->ops->bf16_preferred(be), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, false));
+	hw_backend_cpu_disable_amx(be, false);
 	hw_backend_cpu_disable_bf16(be, true);
 	CHECK(!be->ops->bf16_preferred(be));
 	hw_backend_destroy(be);

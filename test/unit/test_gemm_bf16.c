@@ -11,8 +11,12 @@
  *  - a row's bits do not depend on M, its place in the call or the thread
  *    count;
  *  - hw_backend_cpu_disable_bf16 makes the backend report bf16 unusable and
- *    refuse to pack (the fp32 fallback).
- * Skipped (passes, says so) on a processor without AVX512_BF16.
+ *    refuse to pack (the fp32 fallback);
+ *  - on a processor with AMX tiles both kernels (AMX, and AVX512_BF16 with
+ *    hw_backend_cpu_disable_amx) pass the checks above, and agree with each
+ *    other to fp32 accumulation error.
+ * Skipped (passes, says so) on a processor without AVX512_BF16 (AMX: without
+ * the tiles, or where the operating system refuses them).
  */
 #include "unit.h"
 #include "core/backend.h"
@@ -115,6 +119,70 @@ UNIT_TEST(test_gemm_bf16_row_independent)
 	if (!be)
 		return;
 	check_packed_rows_independent(be, be->ops->bf16_weight_pack, be->ops->gemm_bf16, be->ops->bf16_weight_free);
+	hw_backend_destroy(be);
+}
+
+/* both kernels on every shape of the reference test, rows alone and in
+ * batches, and against each other (each C element within 2e-5 of the sum
+ * of |a w| of the rounded operands: both sum the same bf16 products in fp32) */
+UNIT_TEST(test_gemm_bf16_amx_and_avx512)
+{
+	HwBackend *be = bf16_backend(2);
+	static const int shapes[][3] = {{1, 16, 32}, {17, 40, 128}, {50, 512, 128}, {97, 128, 512}, {256, 384, 128}};
+
+	if (!be)
+		return;
+	if (!hw_backend_cpu_amx_supported())
+	{
+		printf("  (no AMX tiles usable here: the AVX512_BF16 kernel alone was tested)\n");
+		hw_backend_destroy(be);
+		return;
+	}
+	for (int amx = 0; amx < 2; amx++)
+	{
+		hw_backend_cpu_disable_amx(be, !amx);
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			CHECK_MSG(check_shape(be, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][2]),
+					  "%s kernel: %d x %d x %d off its reference", amx ? "AMX" : "AVX512_BF16", shapes[s][0],
+					  shapes[s][1], shapes[s][2]);
+		check_packed_rows_independent(be, be->ops->bf16_weight_pack, be->ops->gemm_bf16, be->ops->bf16_weight_free);
+	}
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+	{
+		int      M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+		uint64_t seed = 77u + s;
+		float   *A = malloc(sizeof(float) * M * K), *W = malloc(sizeof(float) * N * K);
+		float   *C[2] = {malloc(sizeof(float) * M * N), malloc(sizeof(float) * M * N)};
+		void    *pk;
+		int      bad = 0;
+
+		for (int i = 0; i < M * K; i++)
+			A[i] = frand(&seed) * 2.0f;
+		for (int i = 0; i < N * K; i++)
+			W[i] = frand(&seed) * 0.3f;
+		pk = be->ops->bf16_weight_pack(be, W, N, K);
+		CHECK(pk != NULL);
+		for (int amx = 0; amx < 2 && pk; amx++)
+		{
+			hw_backend_cpu_disable_amx(be, !amx);
+			be->ops->gemm_bf16(be, M, N, K, A, K, pk, 0, 0.0f, C[amx], N);
+		}
+		for (int i = 0; i < M && pk; i++)
+			for (int j = 0; j < N; j++)
+			{
+				double mag = 0;
+
+				for (int k = 0; k < K; k++)
+					mag += fabs((double) round_bf16(A[(size_t) i * K + k]) * round_bf16(W[(size_t) j * K + k]));
+				bad += fabs(C[0][i * N + j] - C[1][i * N + j]) > 2e-5 * mag + 1e-30;
+			}
+		CHECK_MSG(bad == 0, "%d x %d x %d: %d elements differ between the AMX and AVX512_BF16 kernels", M, N, K,
+				  bad);
+		if (pk)
+			be->ops->bf16_weight_free(be, pk);
+		free(A); free(W); free(C[0]); free(C[1]);
+	}
+	hw_backend_cpu_disable_amx(be, false);
 	hw_backend_destroy(be);
 }
 
