@@ -21,7 +21,9 @@
 SIMD_CLONES void
 cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D)
 {
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 32768)
+	/* threads from 16k elements: the serving forward calls it a few hundred
+	 * rows at a time (model_infer.c, chunk_rows) */
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 16384)
 	for (int n = 0; n < N; n++)
 	{
 		const float *xr = x + (size_t) n * D;
@@ -318,7 +320,7 @@ cpu_qknorm_forward(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, 
 	int   D = H * dh;
 	float isq = 1.0f / sqrtf((float) dh);
 
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * 64 > 32768)
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 16384)
 	for (int n = 0; n < N; n++)
 	{
 		const float *row = qkvg + (size_t) n * 4 * D;

@@ -46,7 +46,8 @@ SIMD_CLONES void
 cpu_gate_residual_forward(HwBackend *be, float *xout, const float *xin, const float *gp, int ld,
 						  const float *o, int N, int D)
 {
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * 64 > 32768)
+	/* threads from 16k elements, as rmsnorm_forward (the serving forward's chunks) */
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 16384)
 	for (int n = 0; n < N; n++)
 #pragma omp simd
 		for (int d = 0; d < D; d++)
@@ -73,7 +74,7 @@ cpu_gate_residual_backward(HwBackend *be, float *dgp, int ld, float *dO, const f
 SIMD_CLONES void
 cpu_swiglu_forward(HwBackend *be, float *h, const float *gu, int N, int F)
 {
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * 64 > 32768)
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * F > 16384)
 	for (int n = 0; n < N; n++)
 	{
 		const float *g = gu + (size_t) n * 2 * F, *u = g + F;
