@@ -249,7 +249,10 @@ stage_cells(const HwModel *m, int k, const int32_t **off)
  * attention sublayer s of layer l: for every cell, or, when the stage
  * before (kin) ran on cell lists, for its listed cells alone (the only ones
  * this sublayer's queries read), computed on those rows and scattered into
- * place.  A sequence's rows are its own products either way.
+ * place.  A sequence's rows are its own products either way.  On packed
+ * weights the projection and its norm run in chunks of rows (chunk_rows),
+ * each chunk's [.|k|v|.] rows in the first rows of the projection buffer;
+ * qknorm's q output (of unset q columns) is scratch.
  */
 static void
 infer_keys_values(HwModel *m, int l, int s, int kin)
@@ -258,23 +261,43 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
+	int                 D = m->D, N = m->N, H = m->H, slot = PK_W4(m, l, s), ch = chunk_rows(m);
 	const int32_t      *off = NULL, *cell = kin >= m->reach_from ? stage_cells(m, kin, &off) : NULL;
 	int                 n = cell ? off[m->B] : N;
+	float              *qkvg = n == N ? a->qkvg : m->dqkvg;                       /* [rows,4D] */
+	float              *kn = n == N ? a->kn : m->dkn, *v = n == N ? a->v : m->dv;  /* [n,D] */
+	const float        *xn = n == N ? m->xn : m->dxn;
 
 	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
-	if (n == N)
+	if (n == N && ch >= N)
 	{
 		layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
-		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
+		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, H, m->dh);
 		return;
 	}
-	/* [n,4D]: k|v columns of the listed rows; qknorm's q output is scratch */
-	o->gather_rows(be, m->dxn, m->xn, cell, n, D);
-	layer_gemm_cells(m, slot, off, D, 2 * D, D, m->dxn, D, P(p->w4), 0.0f, m->dqkvg + D, 4 * D);
-	o->qknorm_forward(be, m->dqs, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, m->H, m->dh);
-	o->scatter_rows(be, a->kn, m->dkn, cell, n, D);
-	o->scatter_rows(be, a->v, m->dv, cell, n, D);
+	if (n < N)
+		o->gather_rows(be, m->dxn, m->xn, cell, n, D);
+	if (ch >= n)
+	{
+		/* [n,4D]: k|v columns of the listed rows */
+		layer_gemm_cells(m, slot, off, D, 2 * D, D, m->dxn, D, P(p->w4), 0.0f, m->dqkvg + D, 4 * D);
+		o->qknorm_forward(be, m->dqs, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, H, m->dh);
+	}
+	else
+		for (int r0 = 0; r0 < n; r0 += ch)
+		{
+			int    nc = n - r0 < ch ? n - r0 : ch;
+			size_t rd = (size_t) r0 * D;
+
+			packed_gemm(m, slot, nc, D, 2 * D, D, xn + rd, D, 0.0f, qkvg + D, 4 * D);
+			o->qknorm_forward(be, m->dqs, kn + rd, v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
+							  qkvg, P(p->tau), nc, H, m->dh);
+		}
+	if (n < N)
+	{
+		o->scatter_rows(be, a->kn, m->dkn, cell, n, D);
+		o->scatter_rows(be, a->v, m->dv, cell, n, D);
+	}
 }
 
 /*
@@ -285,7 +308,9 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
  * and gated residual, [n, .] compact, scattered into xout at the end.  The
  * other rows of xout keep older values that no later stage reads.  When
  * every cell is listed the compact rows are the buffers themselves: the
- * same calls without the copies (the same bits either way).
+ * same calls without the copies (the same bits either way).  On packed
+ * weights the row-wise stages run in chunks of rows (chunk_rows): the
+ * queries before the attention, the gate, projection and residual after.
  */
 static void
 infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
@@ -294,7 +319,7 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, slot = PK_W4(m, l, s);
+	int                 D = m->D, N = m->N, H = m->H, slot = PK_W4(m, l, s), ch = chunk_rows(m);
 	const int32_t      *off, *cell = stage_cells(m, k, &off);
 	int                 n = off[m->B];
 	bool                all = n == N;      /* every cell listed: the lists are the rows in order, no copies */
@@ -305,16 +330,43 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 	infer_keys_values(m, l, s, k - 1);
 	if (!all)
 		o->gather_rows(be, xn_c, m->xn, cell, n, D);
-	layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
-	layer_gemm_cells(m, slot, off, 3 * D, D, D, xn_c, D, P(p->w4), 0.0f, qg + 3 * D, 4 * D);
-	/* qs of the listed cells (qknorm's k and v outputs of those rows go to
-	 * scratch, unread: qg's k|v columns are not set) */
-	o->qknorm_forward(be, qs_c, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), n, m->H, m->dh);
-	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, m->H, m->dh);
-	layer_gemm_cells(m, PK_WO(m, l, s), off, 0, D, D, att_c, D, P(p->wo), 0.0f, o_c, D);
+	if (ch >= n)
+	{
+		layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
+		layer_gemm_cells(m, slot, off, 3 * D, D, D, xn_c, D, P(p->w4), 0.0f, qg + 3 * D, 4 * D);
+		/* qs of the listed cells (qknorm's k and v outputs of those rows go to
+		 * scratch, unread: qg's k|v columns are not set) */
+		o->qknorm_forward(be, qs_c, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), n, H, m->dh);
+	}
+	else
+		for (int r0 = 0; r0 < n; r0 += ch)
+		{
+			int    nc = n - r0 < ch ? n - r0 : ch;
+			size_t rd = (size_t) r0 * D;
+
+			packed_gemm(m, slot, nc, 0, D, D, xn_c + rd, D, 0.0f, qg, 4 * D);
+			o->qknorm_forward(be, qs_c + rd, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), nc, H, m->dh);
+		}
+	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, H, m->dh);
 	if (!all)
 		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
-	o->gate_residual_forward(be, out_c, xin_c, qg + 3 * D, 4 * D, o_c, n, D);
+	if (ch >= n)
+	{
+		layer_gemm_cells(m, PK_WO(m, l, s), off, 0, D, D, att_c, D, P(p->wo), 0.0f, o_c, D);
+		o->gate_residual_forward(be, out_c, xin_c, qg + 3 * D, 4 * D, o_c, n, D);
+	}
+	else
+		/* a chunk's gp columns come from its normed rows before its
+		 * residual overwrites them (out_c is xn_c's buffer) */
+		for (int r0 = 0; r0 < n; r0 += ch)
+		{
+			int    nc = n - r0 < ch ? n - r0 : ch;
+			size_t rd = (size_t) r0 * D;
+
+			packed_gemm(m, slot, nc, 3 * D, D, D, xn_c + rd, D, 0.0f, qg + 3 * D, 4 * D);
+			packed_gemm(m, PK_WO(m, l, s), nc, 0, D, D, att_c + rd, D, 0.0f, o_c, D);
+			o->gate_residual_forward(be, out_c + rd, xin_c + rd, qg + 3 * D, 4 * D, o_c, nc, D);
+		}
 	if (!all)
 		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
@@ -409,7 +461,9 @@ infer_ffn_sublayer(HwModel *m, int l)
 	}
 }
 
-/* the FFN of layer l (not the last) on stage k's cells into those rows of xout */
+/* the FFN of layer l (not the last) on stage k's cells into those rows of
+ * xout; on packed weights in chunks of rows (chunk_rows), as
+ * infer_ffn_sublayer */
 static void
 infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 {
@@ -417,7 +471,7 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->fa[l];
 	FfnParams          *p = &m->fp[l];
-	int                 D = m->D, F = m->F;
+	int                 D = m->D, F = m->F, ch = chunk_rows(m);
 	const int32_t      *off, *cell = stage_cells(m, k, &off);
 	int                 n = off[m->B];
 	bool                all = n == m->N;   /* every cell listed: no copies */
@@ -425,11 +479,26 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 
 	if (!all)
 		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
-	o->rmsnorm_forward(be, m->xn, a->rstd, xin_c, P(p->norm_g), n, D);
-	layer_gemm_cells(m, PK_WGU(m, l), off, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
-	o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
-	o->memcpy_d2d(be, out_c, xin_c, sizeof(float) * (size_t) n * D);
-	layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
+	if (ch >= n)
+	{
+		o->rmsnorm_forward(be, m->xn, a->rstd, xin_c, P(p->norm_g), n, D);
+		layer_gemm_cells(m, PK_WGU(m, l), off, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
+		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
+		o->memcpy_d2d(be, out_c, xin_c, sizeof(float) * (size_t) n * D);
+		layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
+	}
+	else
+		for (int r0 = 0; r0 < n; r0 += ch)
+		{
+			int    nc = n - r0 < ch ? n - r0 : ch;
+			size_t rd = (size_t) r0 * D;
+
+			o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin_c + rd, P(p->norm_g), nc, D);
+			packed_gemm(m, PK_WGU(m, l), nc, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
+			o->swiglu_forward(be, m->hbuf, a->qkvg, nc, F);
+			o->memcpy_d2d(be, out_c + rd, xin_c + rd, sizeof(float) * (size_t) nc * D);
+			packed_gemm(m, PK_W2(m, l), nc, 0, D, F, m->hbuf, F, 1.0f, out_c + rd, D);
+		}
 	if (!all)
 		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
