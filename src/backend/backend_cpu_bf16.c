@@ -7,6 +7,10 @@
  * percent of the product's time at the training shapes, and sums K in
  * blocks (the served model's products sum it whole).
  *
+ * Where the processor has AMX tiles the inner block runs there instead
+ * (backend_cpu_amx.c: the panels below are already its B operand; A's rows,
+ * or a transposed A's columns, converted to rows of bf16 pairs).
+ *
  * Only processors with AVX512_BF16 run it; it is compiled for that target
  * alone (no -march) and chosen at run time (cpu_bf16_usable), so the same
  * library runs everywhere and falls back to the fp32 path elsewhere.
@@ -182,6 +186,29 @@ convert_cols(uint16_t *dst, const float *A, int lda, int m0, int mb, int K, int 
 		}
 }
 
+/* columns [m0, m0+mb) of A stored [K, M] (stride lda), pairs [p0, p1) of K
+ * -> row-major bf16 pairs, the AMX tiles' A layout: pair p of column m0 + r
+ * at dword r * (p1 - p0) + (p - p0) */
+static void
+convert_cols_rowmajor(uint16_t *dst, const float *A, int lda, int m0, int mb, int K, int p0, int p1)
+{
+	int     kcn = p1 - p0;
+	__m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+									 _mm512_set1_epi32(kcn));
+
+	for (int p = p0; p < p1; p++)
+		for (int c0 = 0; c0 < mb; c0 += 16)
+		{
+			__mmask16    mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
+			const float *r0 = A + (size_t) (2 * p) * lda + m0 + c0;
+			__m512       x0 = _mm512_maskz_loadu_ps(mk, r0);
+			__m512       x1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, r0 + lda) : _mm512_setzero_ps();
+
+			_mm512_mask_i32scatter_epi32((void *) (dst + 2 * ((size_t) c0 * kcn + (p - p0))), mk, idx,
+										 interleave_pairs(x0, x1), 4);
+		}
+}
+
 /* C[mr rows, np panels] (beta*C +) the kp pairs of bf16 rows a (pair p of
  * row i at dwords i*rs + p*ps) by panels b (stride pstride): mr and np are
  * constants at every call, so the accumulators stay in registers; the last
@@ -260,14 +287,21 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 		/* the tiles read whole 16-row groups: the rows past mb are zeros */
 		int mpad = (mb + 15) / 16 * 16;
 
-		memset(abuf + (size_t) mb * 2 * kp, 0, (size_t) (mpad - mb) * 2 * kp * sizeof(uint16_t));
+		if (!t->transA)
+			memset(abuf + (size_t) mb * 2 * kp, 0, (size_t) (mpad - mb) * 2 * kp * sizeof(uint16_t));
 		for (int p0 = 0; p0 < kp; p0 += t->kcp)
 		{
 			int kcn = kp - p0 < t->kcp ? kp - p0 : t->kcp;
 
-			cpu_amx_block(abuf + 2 * (size_t) p0, kp, mb, w->w + (t->q_first + q_lo) * pstride + (size_t) p0 * 2 * PANEL,
-						  pstride, kcn, q_hi - q_lo, t->N - q_lo * PANEL, t->C + (size_t) m0 * t->ldc + q_lo * PANEL,
-						  t->ldc, p0 == 0 ? t->beta : 1.0f);
+			if (t->transA)
+			{
+				convert_cols_rowmajor(abuf, t->A, t->lda, m0, mb, w->K, p0, p0 + kcn);
+				memset(abuf + (size_t) mb * 2 * kcn, 0, (size_t) (mpad - mb) * 2 * kcn * sizeof(uint16_t));
+			}
+			cpu_amx_block(t->transA ? abuf : abuf + 2 * (size_t) p0, t->transA ? kcn : kp, mb,
+						  w->w + (t->q_first + q_lo) * pstride + (size_t) p0 * 2 * PANEL, pstride, kcn, q_hi - q_lo,
+						  t->N - q_lo * PANEL, t->C + (size_t) m0 * t->ldc + q_lo * PANEL, t->ldc,
+						  p0 == 0 ? t->beta : 1.0f);
 		}
 		return;
 	}
@@ -330,7 +364,7 @@ gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const f
 	/* AMX where the machine has it and K's pairs fill whole tiles: a choice
 	 * by the weight's shape, never by M (a row's bits never depend on M) */
 	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .kcp = kcp,
-				 .amx = !transA && w->kp % 16 == 0 && kcp % 16 == 0 && cpu_amx_usable(be),
+				 .amx = w->kp % 16 == 0 && kcp % 16 == 0 && cpu_amx_usable(be),
 				 .beta = beta, .C = C, .ldc = ldc};
 	int     nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be), npan = (N + PANEL - 1) / PANEL;
 	int     ngroups = (npan + NP - 1) / NP, nchunk = 1, ntask, gper;

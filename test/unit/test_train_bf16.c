@@ -5,7 +5,8 @@
  *    accumulation error of the product of the operands rounded to bf16
  *    here, and within 2^-7 of the fp32 product; ragged shapes, K odd, K
  *    across several blocks of the sum, strides wider than the matrix,
- *    beta 1 on top of beta 0;
+ *    beta 1 on top of beta 0; on a processor with AMX tiles, on the tiles
+ *    and on the AVX512_BF16 kernel;
  *  - its bits do not depend on the thread count (the task split does);
  *  - hw_model_set_train_precision: bf16 asked where the backend cannot is
  *    refused, auto falls back to fp32 there;
@@ -88,15 +89,20 @@ UNIT_TEST(train_gemm_bf16_against_reference)
 	HwBackend *be = hw_backend_cpu_create(2, &err);
 	static const int shapes[][3] = {
 		{1, 1, 1}, {1, 16, 2}, {7, 17, 3}, {13, 100, 129}, {50, 64, 2100}, {97, 33, 3001}, {130, 70, 64},
+		{33, 40, 96}, {100, 48, 2048},   /* K's pairs in whole AMX tiles: the second in two blocks of the sum */
 	};
 
 	CHECK(be != NULL);
-	if (has_bf16(be))
+	/* on a processor with AMX tiles both kernels: the tiles, then AVX512_BF16 */
+	for (int amx = hw_backend_cpu_amx_supported(); amx >= 0 && has_bf16(be); amx--)
+	{
+		hw_backend_cpu_disable_amx(be, !amx);
 		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 			for (int l = 0; l < 4; l++)
 				CHECK_MSG(check_any(be, l & 1, l & 2, shapes[s][0], shapes[s][1], shapes[s][2]),
-						  "gemm_bf16_any tA=%d tB=%d %d x %d x %d off its reference", l & 1, (l & 2) != 0,
-						  shapes[s][0], shapes[s][1], shapes[s][2]);
+						  "gemm_bf16_any (%s) tA=%d tB=%d %d x %d x %d off its reference",
+						  amx ? "AMX" : "AVX512_BF16", l & 1, (l & 2) != 0, shapes[s][0], shapes[s][1], shapes[s][2]);
+	}
 	hw_backend_destroy(be);
 }
 
