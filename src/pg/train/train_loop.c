@@ -259,8 +259,13 @@ begin_run(TrainRun *run)
 	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
 
 	if (on_cpu)
-		snprintf(arith, sizeof(arith), ", layer products in %s, fp32 products on the %s",
-				 hw_precision_name(hw_model_train_precision(run->tr->model)), hw_backend_cpu_f32_kernels(run->tr->be));
+	{
+		HwPrecision prec = hw_model_train_precision(run->tr->model);
+
+		snprintf(arith, sizeof(arith), ", layer products in %s%s, fp32 products on the %s", hw_precision_name(prec),
+				 prec == HW_PRECISION_BF16 && hw_backend_cpu_amx_supported() ? " on AMX tiles" : "",
+				 hw_backend_cpu_f32_kernels(run->tr->be));
+	}
 	/* the anchors' names the model does not see: say so, and how to show them */
 	if (*run->st.s.scfg.hidden_names)
 		snprintf(hidden, sizeof(hidden), "; names of the rows predicted about, hidden (anchor_names shows them): %s",
