@@ -1,8 +1,9 @@
 /*
  * test_model_infer.c: the inference forward (hw_model_predict).
  *  - a sequence's predictions are bit-identical alone (B = 1, one thread) and
- *    inside any batch (B = 8, two threads; a reordered sub-batch of 3), for
- *    all four target types, and with the count ramps of anchor rows;
+ *    inside any batch (B = 24, two threads, three chunks of rows; a reordered
+ *    sub-batch of 3), for all four target types, and with the count ramps
+ *    of anchor rows;
  *  - the last attention sublayer on the target rows only (their query,
  *    attention, projection) agrees with computing it whole: bit for bit in
  *    bf16, to the last bits in fp32 (other sgemm call shapes);
@@ -276,7 +277,7 @@ check_type_with(int stype, int ramps)
 	uint16_t     *colt, *catt;
 	HwModel      *m;
 	HwBatch      *bt;
-	int           B = 8, S = 64;
+	int           B = 24, S = 64;   /* 1,536 cells: three of the serving forward's chunks of rows */
 	HwSynthSpec   sp = { .B = B, .S = S, .d_text = 32, .target_stype = stype, .seed = 11 };
 	HwPredictions *all, *ref, *bf, *fp;
 	float         loss;
