@@ -89,7 +89,7 @@ enum { HW_ISA_OLD, HW_ISA_AVX2, HW_ISA_AVX512, HW_ISA_AVX512_BF16 };
  * level on a processor of this vendor (the rule), and on this machine
  * (backend.h bf16_preferred) */
 bool cpu_bf16_beats_fp32(bool intel, int fp32_level, bool amx);
-bool cpu_bf16_preferred(HwBackend *be);
+bool cpu_bf16_preferred(HwBackend *be, bool training);
 
 /* backend_cpu_f32pack.c (backend.h f32_weight_pack, gemm_f32_packed; and
  * cpu_gemm's products where the processor has the kernels: false when it

@@ -270,9 +270,10 @@ typedef struct HwBackendOps
 	 * operations whatever M, the row's place in the call and the thread
 	 * count, so a row's bits depend only on that row of A and on W. */
 	bool  (*bf16_usable)(HwBackend *be);
-	/* Does bf16 beat this backend's fp32 products on this machine (the
-	 * precision `auto` chooses)?  NULL: whenever usable. */
-	bool  (*bf16_preferred)(HwBackend *be);
+	/* Does bf16 beat this backend's fp32 products on this machine, for the
+	 * training products (training) or the served model's (the precision
+	 * `auto` chooses)?  NULL: whenever usable. */
+	bool  (*bf16_preferred)(HwBackend *be, bool training);
 	void *(*bf16_weight_pack)(HwBackend *be, const float *W, int N, int K);
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,

@@ -21,11 +21,12 @@ backend_has_bf16(HwBackend *be)
 	return be->ops->bf16_usable && be->ops->bf16_weight_pack && be->ops->gemm_bf16 && be->ops->bf16_usable(be);
 }
 
-/* precision auto: bf16 where it is usable and beats fp32 here */
+/* precision auto: bf16 where it is usable and beats fp32 here, for the
+ * training products (training) or the served model's */
 static bool
-backend_prefers_bf16(HwBackend *be)
+backend_prefers_bf16(HwBackend *be, bool training)
 {
-	return backend_has_bf16(be) && (!be->ops->bf16_preferred || be->ops->bf16_preferred(be));
+	return backend_has_bf16(be) && (!be->ops->bf16_preferred || be->ops->bf16_preferred(be, training));
 }
 
 /* the backend can pack fp32 weights for the served fp32 GEMMs */
@@ -132,7 +133,7 @@ hw_model_set_inference_precision(HwModel *m, HwPrecision p, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID,
 							"bf16 inference needs a processor with AVX512_BF16 and the CPU backend (this one: %s); "
 							"use fp32 or auto", m->be->ops->name);
-	bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && backend_prefers_bf16(m->be));
+	bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && backend_prefers_bf16(m->be, false));
 	if (m->pk && m->pk_bf16 == bf16 && m->pk_step == m->step && m->pk_params == m->params)
 		return HW_OK;
 	return pack_layers(m, bf16, err);
@@ -178,7 +179,7 @@ hw_model_set_train_precision(HwModel *m, HwPrecision p, HwError *err)
 		return hw_error_set(err, HW_ERR_INVALID,
 							"training in bf16 needs a processor with AVX512_BF16 and the CPU backend (this one: %s)",
 							be->ops->name);
-	m->train_bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && can && backend_prefers_bf16(be));
+	m->train_bf16 = p == HW_PRECISION_BF16 || (p == HW_PRECISION_AUTO && can && backend_prefers_bf16(be, true));
 	return HW_OK;
 }
 

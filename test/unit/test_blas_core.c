@@ -27,14 +27,15 @@ UNIT_TEST(test_bf16_beats_fp32_rule)
 
 /* the backend's entry follows the rule on this machine, against the
  * level of what its fp32 products run on (its own kernel, or OpenBLAS's
- * kernels when that is disabled), and never prefers what it cannot run */
+ * kernels when that is disabled), for serving with AMX tiles where they
+ * run and for training without them, and never prefers what it cannot run */
 UNIT_TEST(test_bf16_preferred_here)
 {
 	HwError    err = {0};
 	HwBackend *be = hw_backend_cpu_create(1, &err);
 	bool       intel = false, avx512 = false, amx = hw_backend_cpu_amx_supported();
 	const char *core = hw_backend_cpu_blas_core();
-	int        blas;
+	int        blas, own;
 
 	CHECK(be != NULL);
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -44,16 +45,18 @@ UNIT_TEST(test_bf16_preferred_here)
 #endif
 	blas = strcasecmp(core, "SkylakeX") == 0 || strcasecmp(core, "Cooperlake") == 0 ||
 		strcasecmp(core, "SapphireRapids") == 0 ? HW_ISA_AVX512 : HW_ISA_OLD;
-	CHECK_EQ_INT(be->ops->bf16_preferred(be),
-				 be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, avx512 ? HW_ISA_AVX512 : HW_ISA_AVX2, amx));
+	own = avx512 ? HW_ISA_AVX512 : HW_ISA_AVX2;
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, false), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, own, amx));
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, true), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, own, false));
 	CHECK(strstr(hw_backend_cpu_f32_kernels(be), "own") != NULL || !hw_backend_cpu_f32_pack_supported());
 	hw_backend_cpu_disable_f32_pack(be, true);
-	CHECK_EQ_INT(be->ops->bf16_preferred(be), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, amx));
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, false), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, amx));
 	CHECK(strstr(hw_backend_cpu_f32_kernels(be), core) != NULL);
 	hw_backend_cpu_disable_amx(be, true);
-	CHECK_EQ_INT(be->ops->bf16_preferred(be), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, false));
+	CHECK_EQ_INT(be->ops->bf16_preferred(be, false), be->ops->bf16_usable(be) && cpu_bf16_beats_fp32(intel, blas, false));
 	hw_backend_cpu_disable_amx(be, false);
 	hw_backend_cpu_disable_bf16(be, true);
-	CHECK(!be->ops->bf16_preferred(be));
+	CHECK(!be->ops->bf16_preferred(be, false));
+	CHECK(!be->ops->bf16_preferred(be, true));
 	hw_backend_destroy(be);
 }

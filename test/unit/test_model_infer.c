@@ -371,7 +371,7 @@ check_type_with(int stype, int ramps)
 		/* auto: bf16 where it beats this machine's fp32 products */
 		CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_AUTO, &err), HW_OK);
 		CHECK_EQ_INT(hw_model_inference_precision(m),
-					 be->ops->bf16_preferred(be) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
+					 be->ops->bf16_preferred(be, false) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
 		CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_BF16, &err), HW_OK);
 		CHECK_EQ_INT(hw_model_inference_precision(m), HW_PRECISION_BF16);
 		CHECK_EQ_INT(hw_model_predict(m, bt, bf, &err), HW_OK);

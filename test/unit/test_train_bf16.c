@@ -161,7 +161,7 @@ UNIT_TEST(train_precision_refused_where_unusable)
 	hw_backend_cpu_disable_bf16(be, false);
 	CHECK_EQ_INT(hw_model_set_train_precision(m, HW_PRECISION_AUTO, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_train_precision(m),
-				 has_bf16(be) && be->ops->bf16_preferred(be) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
+				 has_bf16(be) && be->ops->bf16_preferred(be, true) ? HW_PRECISION_BF16 : HW_PRECISION_FP32);
 	CHECK_EQ_INT(hw_model_set_train_precision(m, HW_PRECISION_FP32, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_train_precision(m), HW_PRECISION_FP32);
 	CHECK(strcmp(hw_precision_name(HW_PRECISION_BF16), "bf16") == 0 && hw_precision_name(3) == NULL);
