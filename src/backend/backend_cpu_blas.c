@@ -95,7 +95,7 @@ cpu_bf16_beats_fp32(bool intel, int fp32_level, bool amx)
 }
 
 /* training: AMX does not change training's choice.  bf16 on the tiles
- * trains the small preset at 1.24 times fp32's steps/s, but bf16 training
+ * trains the small preset at 1.2 times fp32's steps/s, but bf16 training
  * changes the model, not only its speed: on that Xeon over two demo seeds
  * and one football seed it was mixed (one demo seed's rating MAE 0.419
  * against fp32's 0.380, order status 0.864 against 0.839; football player
