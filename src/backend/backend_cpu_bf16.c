@@ -169,6 +169,19 @@ convert_rows(uint16_t *dst, const float *A, int lda, int M, int K, int kp)
 		}
 }
 
+/* pair p of K of the (up to) 16 columns c .. c+15 of A stored [K, M]
+ * (stride lda; mk: the columns that exist, the others and a pad row of K
+ * zero), as 16 bf16 pairs */
+static inline __m512i
+column_pairs(const float *A, int lda, int K, int p, int c, __mmask16 mk)
+{
+	const float *r0 = A + (size_t) (2 * p) * lda + c;
+	__m512       x0 = _mm512_maskz_loadu_ps(mk, r0);
+	__m512       x1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, r0 + lda) : _mm512_setzero_ps();
+
+	return interleave_pairs(x0, x1);
+}
+
 /* columns [m0, m0+mb) of A stored [K, M] (stride lda), pairs [p0, p1) of K
  * -> pair-major bf16: pair p of column m0 + r at dwords (p - p0) * ROWBLK + r */
 static void
@@ -177,12 +190,10 @@ convert_cols(uint16_t *dst, const float *A, int lda, int m0, int mb, int K, int 
 	for (int p = p0; p < p1; p++)
 		for (int c0 = 0; c0 < mb; c0 += 16)
 		{
-			__mmask16    mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
-			const float *r0 = A + (size_t) (2 * p) * lda + m0 + c0;
-			__m512       x0 = _mm512_maskz_loadu_ps(mk, r0);
-			__m512       x1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, r0 + lda) : _mm512_setzero_ps();
+			__mmask16 mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
 
-			_mm512_storeu_si512((void *) (dst + ((size_t) (p - p0) * ROWBLK + c0) * 2), interleave_pairs(x0, x1));
+			_mm512_storeu_si512((void *) (dst + ((size_t) (p - p0) * ROWBLK + c0) * 2),
+								column_pairs(A, lda, K, p, m0 + c0, mk));
 		}
 }
 
@@ -199,13 +210,10 @@ convert_cols_rowmajor(uint16_t *dst, const float *A, int lda, int m0, int mb, in
 	for (int p = p0; p < p1; p++)
 		for (int c0 = 0; c0 < mb; c0 += 16)
 		{
-			__mmask16    mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
-			const float *r0 = A + (size_t) (2 * p) * lda + m0 + c0;
-			__m512       x0 = _mm512_maskz_loadu_ps(mk, r0);
-			__m512       x1 = 2 * p + 1 < K ? _mm512_maskz_loadu_ps(mk, r0 + lda) : _mm512_setzero_ps();
+			__mmask16 mk = (__mmask16) (mb - c0 >= 16 ? 0xffffu : (1u << (mb - c0)) - 1u);
 
 			_mm512_mask_i32scatter_epi32((void *) (dst + 2 * ((size_t) c0 * kcn + (p - p0))), mk, idx,
-										 interleave_pairs(x0, x1), 4);
+										 column_pairs(A, lda, K, p, m0 + c0, mk), 4);
 		}
 }
 

@@ -424,10 +424,34 @@ infer_last_attention(HwModel *m, int l, int s)
 	o->gate_residual_forward(be, m->dkn, xin_t, tq + 3 * D, 4 * D, o_t, B, D);
 }
 
+/* xout [R,D] = xin + the FFN of layer l of xin [R,D], on packed weights, a
+ * chunk of rows at a time (chunk_rows): a chunk's [gate|up] and hidden rows
+ * in the first rows of qkvg and hbuf */
+static void
+ffn_rows_chunked(HwModel *m, int l, int R, const float *xin, float *xout)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->fa[l];
+	FfnParams          *p = &m->fp[l];
+	int                 D = m->D, F = m->F, ch = chunk_rows(m);
+
+	for (int r0 = 0; r0 < R; r0 += ch)
+	{
+		int    n = R - r0 < ch ? R - r0 : ch;
+		size_t rd = (size_t) r0 * D;
+
+		o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin + rd, P(p->norm_g), n, D);
+		packed_gemm(m, PK_WGU(m, l), n, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
+		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
+		o->memcpy_d2d(be, xout + rd, xin + rd, sizeof(float) * (size_t) n * D);
+		packed_gemm(m, PK_W2(m, l), n, 0, D, F, m->hbuf, F, 1.0f, xout + rd, D);
+	}
+}
+
 /* feed-forward sublayer of layer l; the last layer's runs on the B target
  * rows (m->dkn) and writes xt [B,D]; with packed weights the other layers'
- * in chunks of rows (chunk_rows), a chunk's [gate|up] and hidden rows in
- * the first rows of qkvg and hbuf */
+ * in chunks of rows (ffn_rows_chunked) */
 static void
 infer_ffn_sublayer(HwModel *m, int l)
 {
@@ -451,22 +475,11 @@ infer_ffn_sublayer(HwModel *m, int l)
 		layer_gemm(m, PK_W2(m, l), B, R / B, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
 		return;
 	}
-	for (int r0 = 0; r0 < R; r0 += ch)
-	{
-		int    n = R - r0 < ch ? R - r0 : ch;
-		size_t rd = (size_t) r0 * D;
-
-		o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin + rd, P(p->norm_g), n, D);
-		packed_gemm(m, PK_WGU(m, l), n, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
-		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
-		o->memcpy_d2d(be, xout + rd, xin + rd, sizeof(float) * (size_t) n * D);
-		packed_gemm(m, PK_W2(m, l), n, 0, D, F, m->hbuf, F, 1.0f, xout + rd, D);
-	}
+	ffn_rows_chunked(m, l, R, xin, xout);
 }
 
 /* the FFN of layer l (not the last) on stage k's cells into those rows of
- * xout; on packed weights in chunks of rows (chunk_rows), as
- * infer_ffn_sublayer */
+ * xout; on packed weights in chunks of rows (ffn_rows_chunked) */
 static void
 infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 {
@@ -491,17 +504,7 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 		layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
 	}
 	else
-		for (int r0 = 0; r0 < n; r0 += ch)
-		{
-			int    nc = n - r0 < ch ? n - r0 : ch;
-			size_t rd = (size_t) r0 * D;
-
-			o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin_c + rd, P(p->norm_g), nc, D);
-			packed_gemm(m, PK_WGU(m, l), nc, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
-			o->swiglu_forward(be, m->hbuf, a->qkvg, nc, F);
-			o->memcpy_d2d(be, out_c + rd, xin_c + rd, sizeof(float) * (size_t) nc * D);
-			packed_gemm(m, PK_W2(m, l), nc, 0, D, F, m->hbuf, F, 1.0f, out_c + rd, D);
-		}
+		ffn_rows_chunked(m, l, n, xin_c, out_c);
 	if (!all)
 		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
