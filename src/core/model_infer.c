@@ -166,7 +166,7 @@ infer_encoder(HwModel *m)
  * of the small preset's FFN: 3 MB, half on each of two cores) instead of
  * streaming [B*S, 2F] through memory; the attention between them still runs
  * on the whole batch.  Smaller chunks lost more to the threads' start and
- * join than they gained (two cores, small preset: 128 rows 0.89 and 256
+ * join than they gained (two cores, small preset: 128 rows 0.78 and 256
  * rows 0.88 of 512's rows/s, 1024 rows 0.97).  Without packed weights the
  * products are per sequence: one chunk.
  */
