@@ -179,7 +179,8 @@ chunk_rows(const HwModel *m)
 }
 
 /* attention sublayer s of layer l into xout [N,D] (not the model's last),
- * every cell in one call per stage (no packed weights) */
+ * every cell in one call per stage (no packed weights, or no more cells
+ * than one chunk) */
 static void
 infer_attention_whole(HwModel *m, int l, int s, float *xout)
 {
