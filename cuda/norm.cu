@@ -120,15 +120,22 @@ qknorm_fwd_kernel(float *qs, float *kn, float *qnorm, float *knorm, const float 
 		sk += k[i] * k[i];
 	}
 	float nq = sqrtf(sq), nk = sqrtf(sk);
-	qnorm[g] = nq;
-	knorm[g] = nk;
 	float fq = tau[h] * (1.0f / sqrtf((float) dh)) / fmaxf(nq, 1e-6f);
 	float fk = 1.0f / fmaxf(nk, 1e-6f);
-	float *qo = qs + (size_t) n * D + h * dh, *ko = kn + (size_t) n * D + h * dh;
-	for (int i = 0; i < dh; i++)
+	/* a NULL output's part is skipped (backend.h) */
+	if (qs)
 	{
-		qo[i] = q[i] * fq;
-		ko[i] = k[i] * fk;
+		float *qo = qs + (size_t) n * D + h * dh;
+		qnorm[g] = nq;
+		for (int i = 0; i < dh; i++)
+			qo[i] = q[i] * fq;
+	}
+	if (kn)
+	{
+		float *ko = kn + (size_t) n * D + h * dh;
+		knorm[g] = nk;
+		for (int i = 0; i < dh; i++)
+			ko[i] = k[i] * fk;
 	}
 }
 
@@ -153,7 +160,8 @@ hw_k_qknorm_forward(cudaStream_t s, float *qs, float *kn, float *v, float *qnorm
 	if (N <= 0 || H <= 0) return cudaSuccess;
 	int D = H * dh;
 	qknorm_fwd_kernel<<<grid1((size_t) N * H), 256, 0, s>>>(qs, kn, qnorm, knorm, qkvg, tau, N, H, dh);
-	copy_block_kernel<<<grid1((size_t) N * D), 256, 0, s>>>(v, D, qkvg + 2 * D, 4 * D, N, D);
+	if (v)
+		copy_block_kernel<<<grid1((size_t) N * D), 256, 0, s>>>(v, D, qkvg + 2 * D, 4 * D, N, D);
 	return cudaGetLastError();
 }
 

@@ -325,17 +325,24 @@ cpu_qknorm_forward(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, 
 	{
 		const float *row = qkvg + (size_t) n * 4 * D;
 
-		for (int h = 0; h < H; h++)
+		for (int h = 0; h < H && qs; h++)
 		{
-			const float *q = row + h * dh, *k = row + D + h * dh;
-			float        nq = sqrtf(sumsq_lanes(q, dh)), nk = sqrtf(sumsq_lanes(k, dh));
+			const float *q = row + h * dh;
+			float        nq = sqrtf(sumsq_lanes(q, dh));
 
 			qnorm[(size_t) n * H + h] = nq;
-			knorm[(size_t) n * H + h] = nk;
 			scale_row(qs + (size_t) n * D + h * dh, q, tau[h] * isq / fmaxf(nq, 1e-6f), dh);
+		}
+		for (int h = 0; h < H && kn; h++)
+		{
+			const float *k = row + D + h * dh;
+			float        nk = sqrtf(sumsq_lanes(k, dh));
+
+			knorm[(size_t) n * H + h] = nk;
 			scale_row(kn + (size_t) n * D + h * dh, k, 1.0f / fmaxf(nk, 1e-6f), dh);
 		}
-		memcpy(v + (size_t) n * D, row + 2 * D, D * sizeof(float));
+		if (v)
+			memcpy(v + (size_t) n * D, row + 2 * D, D * sizeof(float));
 	}
 }
 

@@ -175,7 +175,10 @@ typedef struct HwBackendOps
 	 * qs[N,D] (=) q_h / max(|q_h|,1e-6) * tau[h] / sqrt(dh)  per head h
 	 * kn[N,D] (=) k_h / max(|k_h|,1e-6)
 	 * v[N,D]  (=) copy of the v part (contiguous, for the attention kernel)
-	 * qnorm[N,H], knorm[N,H] (=) |q_h|, |k_h| (saved). */
+	 * qnorm[N,H], knorm[N,H] (=) |q_h|, |k_h| (saved).
+	 * qs NULL: the q part is skipped (qnorm untouched); kn and v NULL: the
+	 * k and v parts (knorm untouched), for the serving forward's rows whose
+	 * queries, or keys and values, nothing reads. */
 	void (*qknorm_forward)(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, float *knorm,
 						   const float *qkvg, const float *tau, int N, int H, int dh);
 	/* dqkvg[N,4D]: the q, k, v column blocks (=) (the gate block is untouched);

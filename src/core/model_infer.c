@@ -256,7 +256,7 @@ stage_cells(const HwModel *m, int k, const int32_t **off)
  * place.  A sequence's rows are its own products either way.  On packed
  * weights the projection and its norm run in chunks of rows (chunk_rows),
  * each chunk's [.|k|v|.] rows in the first rows of the projection buffer;
- * qknorm's q output (of unset q columns) is scratch.
+ * qknorm runs on their k and v parts alone (the q columns are not set).
  */
 static void
 infer_keys_values(HwModel *m, int l, int s, int kin)
@@ -276,7 +276,7 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 	if (n == N && ch >= N)
 	{
 		layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
-		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, H, m->dh);
+		o->qknorm_forward(be, NULL, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, H, m->dh);
 		return;
 	}
 	if (n < N)
@@ -285,7 +285,7 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 	{
 		/* [n,4D]: k|v columns of the listed rows */
 		layer_gemm_cells(m, slot, off, D, 2 * D, D, m->dxn, D, P(p->w4), 0.0f, m->dqkvg + D, 4 * D);
-		o->qknorm_forward(be, m->dqs, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, H, m->dh);
+		o->qknorm_forward(be, NULL, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, H, m->dh);
 	}
 	else
 		for (int r0 = 0; r0 < n; r0 += ch)
@@ -294,7 +294,7 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 			size_t rd = (size_t) r0 * D;
 
 			packed_gemm(m, slot, nc, D, 2 * D, D, xn + rd, D, 0.0f, qkvg + D, 4 * D);
-			o->qknorm_forward(be, m->dqs, kn + rd, v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
+			o->qknorm_forward(be, NULL, kn + rd, v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
 							  qkvg, P(p->tau), nc, H, m->dh);
 		}
 	if (n < N)
@@ -338,9 +338,9 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 	{
 		layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
 		layer_gemm_cells(m, slot, off, 3 * D, D, D, xn_c, D, P(p->w4), 0.0f, qg + 3 * D, 4 * D);
-		/* qs of the listed cells (qknorm's k and v outputs of those rows go to
-		 * scratch, unread: qg's k|v columns are not set) */
-		o->qknorm_forward(be, qs_c, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), n, H, m->dh);
+		/* qs of the listed cells (the q part alone: qg's k|v columns are not
+		 * set) */
+		o->qknorm_forward(be, qs_c, NULL, NULL, a->qnorm, a->knorm, qg, P(p->tau), n, H, m->dh);
 	}
 	else
 		for (int r0 = 0; r0 < n; r0 += ch)
@@ -349,7 +349,7 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 			size_t rd = (size_t) r0 * D;
 
 			packed_gemm(m, slot, nc, 0, D, D, xn_c + rd, D, 0.0f, qg, 4 * D);
-			o->qknorm_forward(be, qs_c + rd, m->dkn, m->dv, a->qnorm, a->knorm, qg, P(p->tau), nc, H, m->dh);
+			o->qknorm_forward(be, qs_c + rd, NULL, NULL, a->qnorm, a->knorm, qg, P(p->tau), nc, H, m->dh);
 		}
 	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, H, m->dh);
 	if (!all)
@@ -415,9 +415,9 @@ infer_last_attention(HwModel *m, int l, int s)
 		o->gather_rows(be, xnt, m->xn, m->d_tidx, B, D);
 		layer_gemm(m, slot, B, 1, 0, D, D, xnt, D, P(p->w4), 0.0f, tq, 4 * D);
 		layer_gemm(m, slot, B, 1, 3 * D, D, D, xnt, D, P(p->w4), 0.0f, tq + 3 * D, 4 * D);
-		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq; its
-		 * kn, v and norms of those rows go to scratch, unread) */
-		o->qknorm_forward(be, xin_t, m->dv, o_t, a->qnorm, a->knorm, tq, P(p->tau), B, m->H, m->dh);
+		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq: the
+		 * q part alone; its norms of those rows go to scratch, unread) */
+		o->qknorm_forward(be, xin_t, NULL, NULL, a->qnorm, a->knorm, tq, P(p->tau), B, m->H, m->dh);
 		o->attn_forward_rows(be, att_t, xin_t, a->kn, a->v, m->plans[s], m->d_tidx, m->H, m->dh);
 	}
 	o->gather_rows(be, xin_t, a->x_in, m->d_tidx, B, D);

@@ -149,6 +149,17 @@ test_norms_activations(void)
 	EXPECT(cmp("qknorm_forward kn", kn, (size_t) N * D, 1e-5, 1e-4));
 	EXPECT(cmp("qknorm_forward v", v, (size_t) N * D, 0, 0));
 	EXPECT(cmp("qknorm_forward |q|", qn, (size_t) N * H, 1e-6, 1e-5));
+	/* the parts alone (a NULL output skips its part): the q part, then k|v */
+	cpu->ops->qknorm_forward(cpu, kn.c, NULL, NULL, qn.c, knn.c, dQ.c, dT.c, N, H, dh);
+	gpu->ops->qknorm_forward(gpu, kn.g, NULL, NULL, qn.g, knn.g, dQ.g, dT.g, N, H, dh);
+	EXPECT(cmp("qknorm_forward q part alone", kn, (size_t) N * D, 1e-5, 1e-4));
+	cpu->ops->qknorm_forward(cpu, NULL, qs.c, v.c, qn.c, knn.c, dQ.c, dT.c, N, H, dh);
+	gpu->ops->qknorm_forward(gpu, NULL, qs.g, v.g, qn.g, knn.g, dQ.g, dT.g, N, H, dh);
+	EXPECT(cmp("qknorm_forward k part alone", qs, (size_t) N * D, 1e-5, 1e-4));
+	EXPECT(cmp("qknorm_forward |k| of the k part", knn, (size_t) N * H, 1e-6, 1e-5));
+	/* the buffers back as the backward below reads them */
+	cpu->ops->qknorm_forward(cpu, qs.c, kn.c, v.c, qn.c, knn.c, dQ.c, dT.c, N, H, dh);
+	gpu->ops->qknorm_forward(gpu, qs.g, kn.g, v.g, qn.g, knn.g, dQ.g, dT.g, N, H, dh);
 	float *g1 = randv((size_t) N * D, 1), *g2 = randv((size_t) N * D, 1), *g3 = randv((size_t) N * D, 1);
 	Dual dqs = dual(g1, (size_t) N * D * 4), dkn = dual(g2, (size_t) N * D * 4), dv = dual(g3, (size_t) N * D * 4);
 	Dual dqkvg = dual(qkvg, (size_t) N * 4 * D * 4), dtau = dual(tau, H * 4);

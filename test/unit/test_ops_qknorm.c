@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static HwRng R;
 
@@ -55,5 +56,43 @@ UNIT_TEST(ops_qknorm_forward_reference)
 			}
 		free(qkvg); free(tau); free(qs); free(kn); free(v); free(qn); free(knn);
 	}
+	hw_backend_destroy(be);
+}
+
+/* A NULL output's part is skipped: the q part alone leaves knorm as it
+ * was, the k and v parts alone leave qnorm; what is computed equals the
+ * whole call's bits. */
+UNIT_TEST(ops_qknorm_forward_parts)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(2, &err);
+	int        N = 40, H = 2, dh = 32, D = H * dh;
+	float     *qkvg = malloc(sizeof(float) * N * 4 * D), tau[2] = {0.7f, -1.3f};
+	float     *qs = malloc(sizeof(float) * N * D), *kn = malloc(sizeof(float) * N * D), *v = malloc(sizeof(float) * N * D);
+	float     *qs1 = malloc(sizeof(float) * N * D), *kn1 = malloc(sizeof(float) * N * D), *v1 = malloc(sizeof(float) * N * D);
+	float     *qn = malloc(sizeof(float) * N * H), *knn = malloc(sizeof(float) * N * H);
+	float     *qn1 = malloc(sizeof(float) * N * H), *knn1 = malloc(sizeof(float) * N * H);
+
+	hw_rng_seed(&R, 9);
+	for (int i = 0; i < N * 4 * D; i++)
+		qkvg[i] = (float) hw_rng_normal(&R);
+	be->ops->qknorm_forward(be, qs, kn, v, qn, knn, qkvg, tau, N, H, dh);
+	for (int i = 0; i < N * H; i++)
+		qn1[i] = knn1[i] = -7.0f;
+	be->ops->qknorm_forward(be, qs1, NULL, NULL, qn1, knn1, qkvg, tau, N, H, dh);
+	CHECK(memcmp(qs1, qs, sizeof(float) * N * D) == 0);
+	CHECK(memcmp(qn1, qn, sizeof(float) * N * H) == 0);
+	for (int i = 0; i < N * H; i++)
+		CHECK(knn1[i] == -7.0f);
+	for (int i = 0; i < N * H; i++)
+		qn1[i] = -7.0f;
+	be->ops->qknorm_forward(be, NULL, kn1, v1, qn1, knn1, qkvg, tau, N, H, dh);
+	CHECK(memcmp(kn1, kn, sizeof(float) * N * D) == 0);
+	CHECK(memcmp(v1, v, sizeof(float) * N * D) == 0);
+	CHECK(memcmp(knn1, knn, sizeof(float) * N * H) == 0);
+	for (int i = 0; i < N * H; i++)
+		CHECK(qn1[i] == -7.0f);
+	free(qkvg); free(qs); free(kn); free(v); free(qs1); free(kn1); free(v1);
+	free(qn); free(knn); free(qn1); free(knn1);
 	hw_backend_destroy(be);
 }
