@@ -156,6 +156,16 @@ cpu_attn_forward(HwBackend *be, float *out, float *lse, const float *q, const fl
 }
 
 static void
+cpu_attn_forward_seqs(HwBackend *be, float *out, float *lse, const float *q, const float *k, const float *v,
+					  const void *plan, int b0, int nb, int H, int dh)
+{
+	int old = push_threads(be);
+
+	attn_block_sparse_forward_seqs(out, lse, q, k, v, plan, b0, nb, H, dh);
+	pop_threads(old);
+}
+
+static void
 cpu_attn_forward_rows(HwBackend *be, float *out, const float *q, const float *k, const float *v, const void *plan,
 					  const int32_t *cell, int H, int dh)
 {
@@ -235,6 +245,7 @@ static const HwBackendOps cpu_ops = {
 	.f32_weight_pack = cpu_f32_weight_pack,
 	.f32_weight_free = cpu_f32_weight_free,
 	.gemm_f32_packed = cpu_gemm_f32_packed,
+	.attn_forward_seqs = cpu_attn_forward_seqs,
 	.attn_forward_rows = cpu_attn_forward_rows,
 	.attn_forward_cells = cpu_attn_forward_cells,
 };

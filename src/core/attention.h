@@ -72,6 +72,14 @@ void attn_block_sparse_forward(float *out, float *lse,
 							   const float *q, const float *k, const float *v,
 							   const HwAttnPlan *plan, int H, int dh);
 
+/* The same on sequences [b0, b0 + nb) alone (inference: a chunk of
+ * sequences whose q, k, v were just computed, still in cache): their rows
+ * of out and lse, the bits of attn_block_sparse_forward's; the pointers are
+ * the whole batch's. */
+void attn_block_sparse_forward_seqs(float *out, float *lse,
+									const float *q, const float *k, const float *v,
+									const HwAttnPlan *plan, int b0, int nb, int H, int dh);
+
 /* Forward of one query cell per batch element (inference: only the target
  * cell's row reaches the heads): out[b, :] (=) [B, H*dh] row cell[b] (a flat
  * index b*S + position) of what attn_block_sparse_forward writes, bit for

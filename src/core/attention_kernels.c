@@ -147,6 +147,7 @@ typedef struct HeadCall
 	float       *out, *lse, *dq, *dk, *dv;
 	const float *q, *k, *v, *dout, *o, *lse_in;
 	const int32_t *cell, *off;	/* a query list (forward_cells) */
+	int          b0, nb;        /* the sequences [b0, b0 + nb); nb 0: all */
 	const AttnKernels *kern;	/* the build in use */
 } HeadCall;
 
@@ -155,12 +156,13 @@ typedef struct HeadCall
  * check reports (the contract has no error channel). */
 typedef void (*HeadFn)(const HeadCall *c, AttnWork *w, int b, int h);
 
-/* fn on every (b, h) of the plan: one OpenMP task each, every thread with
- * its own work buffers (backward: with the gradient buffers too). */
+/* fn on every (b, h) of the plan (of the call's sequences): one OpenMP
+ * task each, every thread with its own work buffers (backward: with the
+ * gradient buffers too). */
 static void
 for_each_head(const HeadCall *c, bool backward, HeadFn fn)
 {
-	int B = c->plan->B, H = c->H;
+	int B = c->nb > 0 ? c->nb : c->plan->B, H = c->H, b0 = c->b0;
 
 #pragma omp parallel
 	{
@@ -169,7 +171,7 @@ for_each_head(const HeadCall *c, bool backward, HeadFn fn)
 
 #pragma omp for schedule(dynamic, 1)
 		for (int bh = 0; bh < B * H; bh++)
-			fn(c, ok ? &w : NULL, bh / H, bh % H);
+			fn(c, ok ? &w : NULL, b0 + bh / H, bh % H);
 		if (ok)
 			free(w.q);
 	}
@@ -203,6 +205,17 @@ attn_block_sparse_forward(float *out, float *lse,
 				  .kern = kernels_in_use()};
 
 	for_each_head(&c, false, forward_one_head);
+}
+
+void
+attn_block_sparse_forward_seqs(float *out, float *lse, const float *q, const float *k, const float *v,
+							   const HwAttnPlan *plan, int b0, int nb, int H, int dh)
+{
+	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .lse = lse, .q = q, .k = k, .v = v,
+				  .b0 = b0, .nb = nb, .kern = kernels_in_use()};
+
+	if (nb > 0)
+		for_each_head(&c, false, forward_one_head);
 }
 
 static void

@@ -300,6 +300,12 @@ typedef struct HwBackendOps
 	 * untouched; the caller runs gemm instead. */
 	bool  (*gemm_bf16_any)(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
 						   const float *B, int ldb, float beta, float *C, int ldc);
+	/* attn_forward on sequences [b0, b0 + nb) alone (inference: a chunk
+	 * whose q, k, v are still in cache): their rows of out and lse, the
+	 * bits of attn_forward's; the pointers are the whole batch's.  NULL:
+	 * the model runs attn_forward on the whole batch. */
+	void  (*attn_forward_seqs)(HwBackend *be, float *out, float *lse, const float *q, const float *k,
+							   const float *v, const void *plan, int b0, int nb, int H, int dh);
 	/* Attention of one query cell per sequence (inference): out[B, H*dh]
 	 * (=) rows cell[b] (device int32, flat b*S + position) of attn_forward's
 	 * out, bit for bit; q [B, H*dh] those cells' query rows, k, v [N, H*dh].

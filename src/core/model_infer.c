@@ -199,10 +199,45 @@ infer_attention_whole(HwModel *m, int l, int s, float *xout)
 	o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
 }
 
-/* the same on packed weights in chunks of rows (chunk_rows): q|k|v and the
- * normed rows of every cell before the attention, the gate, output
- * projection and residual after it; a chunk's [q|k|v|gp] and projected rows
- * in the first rows of qkvg and o */
+/*
+ * The same on packed weights, the whole sublayer a chunk of sequences at a
+ * time (about INFER_CHUNK_ROWS rows, one sequence at least): the attention
+ * of a sequence reads its own rows alone, so each chunk's q, k, v are read
+ * while still in cache (computed for the whole batch first, the attention's
+ * per-head gathers waited on memory); a chunk's [q|k|v|gp] and projected
+ * rows in the first rows of qkvg and o.  The same kernels on the same rows
+ * as infer_attention_whole's: the same bits.
+ */
+static void
+infer_attention_by_sequences(HwModel *m, int l, int s, float *xout)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SubAct             *a = &m->sa[l * m->A + s];
+	SubParams          *p = &m->sp[l * m->A + s];
+	int                 D = m->D, S = m->S, H = m->H;
+	int                 per = INFER_CHUNK_ROWS / S > 1 ? INFER_CHUNK_ROWS / S : 1;   /* sequences per chunk */
+
+	for (int b0 = 0; b0 < m->B; b0 += per)
+	{
+		int    nb = m->B - b0 < per ? m->B - b0 : per, r0 = b0 * S, n = nb * S;
+		size_t rd = (size_t) r0 * D;
+
+		o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
+		packed_gemm(m, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, a->qkvg, 4 * D);
+		o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H,
+						  a->knorm + (size_t) r0 * H, a->qkvg, P(p->tau), n, H, m->dh);
+		o->attn_forward_seqs(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, H, m->dh);
+		packed_gemm(m, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, a->o, D);
+		o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
+	}
+}
+
+/* the same on packed weights in chunks of rows (chunk_rows): by sequences
+ * where the backend runs the attention on a range of them; else q|k|v and
+ * the normed rows of every cell before the attention (on the whole batch),
+ * the gate, output projection and residual after it; a chunk's [q|k|v|gp]
+ * and projected rows in the first rows of qkvg and o */
 static void
 infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 {
@@ -215,6 +250,11 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	if (ch >= N)
 	{
 		infer_attention_whole(m, l, s, xout);
+		return;
+	}
+	if (o->attn_forward_seqs)
+	{
+		infer_attention_by_sequences(m, l, s, xout);
 		return;
 	}
 	for (int r0 = 0; r0 < N; r0 += ch)
