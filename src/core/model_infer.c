@@ -312,15 +312,21 @@ infer_keys_values(HwModel *m, int l, int s, int kin)
 	float              *kn = n == N ? a->kn : m->dkn, *v = n == N ? a->v : m->dv;  /* [n,D] */
 	const float        *xn = n == N ? m->xn : m->dxn;
 
-	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	if (n == N)
+		o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
+	else
+	{
+		/* the listed rows alone, normed where they lie compact (dkn is
+		 * free until qknorm writes it) */
+		o->gather_rows(be, m->dkn, a->x_in, cell, n, D);
+		o->rmsnorm_forward(be, m->dxn, a->rstd, m->dkn, P(p->norm_g), n, D);
+	}
 	if (n == N && ch >= N)
 	{
 		layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
 		o->qknorm_forward(be, NULL, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, H, m->dh);
 		return;
 	}
-	if (n < N)
-		o->gather_rows(be, m->dxn, m->xn, cell, n, D);
 	if (ch >= n)
 	{
 		/* [n,4D]: k|v columns of the listed rows */
@@ -373,7 +379,11 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 
 	infer_keys_values(m, l, s, k - 1);
 	if (!all)
-		o->gather_rows(be, xn_c, m->xn, cell, n, D);
+	{
+		/* the listed rows' inputs, normed where they lie compact */
+		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
+		o->rmsnorm_forward(be, xn_c, a->rstd, xin_c, P(p->norm_g), n, D);
+	}
 	if (ch >= n)
 	{
 		layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
@@ -392,8 +402,6 @@ infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
 			o->qknorm_forward(be, qs_c + rd, NULL, NULL, a->qnorm, a->knorm, qg, P(p->tau), nc, H, m->dh);
 		}
 	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, H, m->dh);
-	if (!all)
-		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
 	if (ch >= n)
 	{
 		layer_gemm_cells(m, PK_WO(m, l, s), off, 0, D, D, att_c, D, P(p->wo), 0.0f, o_c, D);
@@ -452,7 +460,10 @@ infer_last_attention(HwModel *m, int l, int s)
 		 * or the last stage list's); then the targets' q and gp from their
 		 * normed rows (tq's k|v columns only feed qknorm's scratch) */
 		infer_keys_values(m, l, s, l * (m->A + 1) + s - 1);
-		o->gather_rows(be, xnt, m->xn, m->d_tidx, B, D);
+		/* the targets' normed rows (m->xn holds every row's only when the
+		 * keys were computed for every cell) */
+		o->gather_rows(be, o_t, a->x_in, m->d_tidx, B, D);
+		o->rmsnorm_forward(be, xnt, a->rstd, o_t, P(p->norm_g), B, D);
 		layer_gemm(m, slot, B, 1, 0, D, D, xnt, D, P(p->w4), 0.0f, tq, 4 * D);
 		layer_gemm(m, slot, B, 1, 3 * D, D, D, xnt, D, P(p->w4), 0.0f, tq + 3 * D, 4 * D);
 		/* the targets' qs [B,D] into xin_t (qknorm on the B rows of tq: the
