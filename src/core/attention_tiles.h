@@ -259,7 +259,13 @@ scatter_rows(float *restrict x, const float *restrict xp, const int32_t *iperm,
 			 int S, int H, int h, int dh, int dhp)
 {
 	for (int i = 0; i < S; i++)
+	{
+		/* the rows to be written, fetched ahead as the gathers' are */
+		if (i + GATHER_AHEAD < S)
+			for (int d = 0; d < dh; d += 16)
+				__builtin_prefetch(x + ((int64_t) (i + GATHER_AHEAD) * H + h) * dh + d, 1, 3);
 		row_copy(x + ((int64_t) i * H + h) * dh, xp + (int64_t) iperm[i] * dhp, dh);
+	}
 }
 
 /* lanes c .. c + VW - 1 of s[jj] = a . m_jj over one tile (mt [dhp][T],
@@ -348,6 +354,8 @@ gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork 
 	{
 		int p = iperm[only[i] - b * S];
 
+		if (i + GATHER_AHEAD < n_only)
+			row_prefetch(q, (int64_t) (i + GATHER_AHEAD) * H * dh + h * dh, dh);
 		w->qsel[p] = 1;
 		w->tile_n[p / T]++;
 		row_copy(w->q + (int64_t) p * dhp, q + (int64_t) i * H * dh + h * dh, dh);
