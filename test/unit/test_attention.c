@@ -524,3 +524,55 @@ UNIT_TEST(attn_forward_rows_equal_full_rows)
 	}
 	tbatch_free(&t);
 }
+
+/* attn_block_sparse_forward_seqs: sequences [b0, b0 + nb) alone give their
+ * rows of out and lse of the full forward, bit for bit, and leave every
+ * other sequence's rows as they were, for every mask kind. */
+UNIT_TEST(attn_forward_seqs_equal_full_sequences)
+{
+	TBatch t;
+	TRng   rng = {12};
+	int    B = 5, S = 120, H = 2, dh = 32, D = H * dh;
+	int64_t n = (int64_t) B * S * D, nl = (int64_t) B * H * S;
+	float  *q = malloc(sizeof(float) * n), *k = malloc(sizeof(float) * n), *v = malloc(sizeof(float) * n);
+	float  *out = malloc(sizeof(float) * n), *lse = malloc(sizeof(float) * nl);
+	float  *out2 = malloc(sizeof(float) * n), *lse2 = malloc(sizeof(float) * nl);
+	static const int ranges[][2] = {{0, 2}, {2, 1}, {3, 2}};
+
+	tbatch_make(&t, B, S, 40, 0.85, 47);
+	fill_rand(q, n, &rng, 0.7f);
+	fill_rand(k, n, &rng, 0.7f);
+	fill_rand(v, n, &rng, 1.0f);
+	for (int kind = 0; kind < 4; kind++)
+	{
+		HwAttnMaskInfo info = tinfo(&t, kind, 1);
+		HwAttnPlan    *plan = attn_plan_create(&info, kind, NULL);
+
+		CHECK(plan != NULL);
+		attn_block_sparse_forward(out, lse, q, k, v, plan, H, dh);
+		for (int64_t i = 0; i < n; i++)
+			out2[i] = -3.0f;
+		for (int64_t i = 0; i < nl; i++)
+			lse2[i] = -3.0f;
+		for (int r = 0; r < 3; r++)
+		{
+			int b0 = ranges[r][0], nb = ranges[r][1], b1 = b0 + nb;
+
+			attn_block_sparse_forward_seqs(out2, lse2, q, k, v, plan, b0, nb, H, dh);
+			for (int b = 0; b < B; b++)
+			{
+				size_t ro = (size_t) b * S * D, rl = (size_t) b * H * S;
+				bool   done = b < b1;   /* this range's sequences and the ranges' before */
+				bool   same = memcmp(out2 + ro, out + ro, sizeof(float) * S * D) == 0 &&
+					memcmp(lse2 + rl, lse + rl, sizeof(float) * H * S) == 0;
+
+				CHECK_MSG(done ? same : out2[ro] == -3.0f && lse2[rl] == -3.0f,
+						  "kind %d, range [%d, %d): sequence %d %s", kind, b0, b1, b,
+						  done ? "differs from the full forward" : "was written");
+			}
+		}
+		attn_plan_free(plan);
+	}
+	free(q); free(k); free(v); free(out); free(lse); free(out2); free(lse2);
+	tbatch_free(&t);
+}
