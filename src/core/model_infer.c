@@ -9,7 +9,8 @@
  * output projection and gated residual for the B target cells only
  * (gathered), and the last FFN runs on those B rows.  The stages before
  * run on the cells whose output can still reach a target (model_reach.c),
- * when those are few; the first layers stay whole.
+ * when those are few; the first layers stay whole, on packed weights a
+ * chunk of sequences at a time (the attention reads q, k, v in cache).
  *
  * Precision: the layers' GEMMs in fp32 (per-sequence products) or, after
  * hw_model_set_inference_precision, on packed weights in fp32 or bf16
@@ -164,8 +165,10 @@ infer_encoder(HwModel *m)
  * norms, SwiGLU and residuals run a chunk of rows at a time and their
  * intermediates ([rows, 4D], [rows, 2F]) stay in the cores' caches (512 rows
  * of the small preset's FFN: 3 MB, half on each of two cores) instead of
- * streaming [B*S, 2F] through memory; the attention between them still runs
- * on the whole batch.  Smaller chunks lost more to the threads' start and
+ * streaming [B*S, 2F] through memory.  A sublayer whose every cell is
+ * computed runs whole by chunks of sequences (infer_attention_by_sequences);
+ * on cell lists the attention between the chunked stages runs on the whole
+ * batch.  Smaller chunks lost more to the threads' start and
  * join than they gained (two cores, small preset: 128 rows 0.78 and 256
  * rows 0.88 of 512's rows/s, 1024 rows 0.97).  Without packed weights the
  * products are per sequence: one chunk.
