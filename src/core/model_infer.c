@@ -166,7 +166,7 @@ infer_encoder(HwModel *m)
  * intermediates ([rows, 4D], [rows, 2F]) stay in the cores' caches (512 rows
  * of the small preset's FFN: 3 MB, half on each of two cores) instead of
  * streaming [B*S, 2F] through memory.  A sublayer whose every cell is
- * computed runs whole by chunks of sequences (infer_attention_by_sequences);
+ * computed runs whole by chunks of sequences (infer_attention_sublayer);
  * on cell lists the attention between the chunked stages runs on the whole
  * batch.  Smaller chunks lost more to the threads' start and
  * join than they gained (two cores, small preset: 128 rows 0.78 and 256
@@ -181,66 +181,50 @@ chunk_rows(const HwModel *m)
 	return m->pk ? INFER_CHUNK_ROWS : m->N;
 }
 
-/* attention sublayer s of layer l into xout [N,D] (not the model's last),
- * every cell in one call per stage (no packed weights, or no more cells
- * than one chunk) */
+/*
+ * Attention sublayer s of layer l (not the model's last) on sequences
+ * [b0, b0 + nb) into those rows of xout [N,D]: [q|k|v|gp] = rms(x) @ W4^T,
+ * QK-norm, the attention, the output projection and the gated residual; the
+ * range's [q|k|v|gp] and projected rows in the first rows of qkvg and o.
+ * The whole batch in one call per stage, or (infer_attention_sublayer) a
+ * chunk of sequences at a time: the same kernels on the same rows, the
+ * same bits.
+ */
 static void
-infer_attention_whole(HwModel *m, int l, int s, float *xout)
+infer_attention_sequences(HwModel *m, int l, int s, int b0, int nb, float *xout)
 {
 	HwBackend          *be = m->be;
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, B = m->B;
+	int                 D = m->D, S = m->S, H = m->H, r0 = b0 * S, n = nb * S;
+	size_t              rd = (size_t) r0 * D;
 
-	/* [q|k|v|gp] [N,4D] = rms(x) @ W4^T */
-	o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
-	layer_gemm(m, PK_W4(m, l, s), B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
-	o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
-	o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
-	layer_gemm(m, PK_WO(m, l, s), B, m->S, 0, D, D, a->att, D, P(p->wo), 0.0f, a->o, D);
-	o->gate_residual_forward(be, xout, a->x_in, a->qkvg + 3 * D, 4 * D, a->o, N, D);
+	o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
+	layer_gemm(m, PK_W4(m, l, s), nb, S, 0, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
+	o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
+					  a->qkvg, P(p->tau), n, H, m->dh);
+	if (nb == m->B)
+		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], H, m->dh);
+	else
+		o->attn_forward_seqs(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, H, m->dh);
+	layer_gemm(m, PK_WO(m, l, s), nb, S, 0, D, D, a->att + rd, D, P(p->wo), 0.0f, a->o, D);
+	o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
 }
 
 /*
- * The same on packed weights, the whole sublayer a chunk of sequences at a
- * time (about INFER_CHUNK_ROWS rows, one sequence at least): the attention
- * of a sequence reads its own rows alone, so each chunk's q, k, v are read
- * while still in cache (computed for the whole batch first, the attention's
- * per-head gathers waited on memory); a chunk's [q|k|v|gp] and projected
- * rows in the first rows of qkvg and o.  The same kernels on the same rows
- * as infer_attention_whole's: the same bits.
+ * Attention sublayer s of layer l (not the model's last) on every cell.
+ * Without packed weights (or no more cells than a chunk) the whole batch
+ * at once.  On packed weights, where the backend runs the attention on a
+ * range of sequences, a chunk of sequences at a time (about chunk_rows
+ * rows, one sequence at least): a sequence's attention reads its own rows
+ * alone, so each chunk's q, k, v are read while still in cache (computed
+ * for the whole batch first, the attention's per-head gathers waited on
+ * memory).  Else in chunks of rows around the whole batch's attention: the
+ * normed rows, q|k|v and QK-norm before it, the gate, output projection and
+ * residual after it; a chunk's [q|k|v|gp] and projected rows in the first
+ * rows of qkvg and o.
  */
-static void
-infer_attention_by_sequences(HwModel *m, int l, int s, float *xout)
-{
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
-	SubAct             *a = &m->sa[l * m->A + s];
-	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, S = m->S, H = m->H;
-	int                 per = INFER_CHUNK_ROWS / S > 1 ? INFER_CHUNK_ROWS / S : 1;   /* sequences per chunk */
-
-	for (int b0 = 0; b0 < m->B; b0 += per)
-	{
-		int    nb = m->B - b0 < per ? m->B - b0 : per, r0 = b0 * S, n = nb * S;
-		size_t rd = (size_t) r0 * D;
-
-		o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
-		packed_gemm(m, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, a->qkvg, 4 * D);
-		o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H,
-						  a->knorm + (size_t) r0 * H, a->qkvg, P(p->tau), n, H, m->dh);
-		o->attn_forward_seqs(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, H, m->dh);
-		packed_gemm(m, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, a->o, D);
-		o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
-	}
-}
-
-/* the same on packed weights in chunks of rows (chunk_rows): by sequences
- * where the backend runs the attention on a range of them; else q|k|v and
- * the normed rows of every cell before the attention (on the whole batch),
- * the gate, output projection and residual after it; a chunk's [q|k|v|gp]
- * and projected rows in the first rows of qkvg and o */
 static void
 infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 {
@@ -249,15 +233,17 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
 	int                 D = m->D, N = m->N, H = m->H, ch = chunk_rows(m);
+	int                 per = ch / m->S > 1 ? ch / m->S : 1;   /* sequences per chunk */
 
 	if (ch >= N)
 	{
-		infer_attention_whole(m, l, s, xout);
+		infer_attention_sequences(m, l, s, 0, m->B, xout);
 		return;
 	}
 	if (o->attn_forward_seqs)
 	{
-		infer_attention_by_sequences(m, l, s, xout);
+		for (int b0 = 0; b0 < m->B; b0 += per)
+			infer_attention_sequences(m, l, s, b0, m->B - b0 < per ? m->B - b0 : per, xout);
 		return;
 	}
 	for (int r0 = 0; r0 < N; r0 += ch)
