@@ -43,6 +43,8 @@ typedef struct AttnWork
 	uint8_t *qsel;		/* [Sp] forward with a query list: the listed ones (zero between calls) */
 	int   *tile_n;		/* [nt] forward with a query list: listed queries per tile (zero between calls) */
 	uint8_t *ktile_need;	/* [nt] forward with a query list: the key tiles they visit (zero between calls) */
+	float   *sc;		/* [Sp + T] the list kernel's scores of one query */
+	int32_t *kidx;		/* [Sp] the list kernel's keys of one query (permuted positions) */
 } AttnWork;
 
 /*
@@ -51,6 +53,9 @@ typedef struct AttnWork
  * only[i] (b*S + position, distinct) alone (inference: q and out hold
  * their rows [n_only, H*dh] in that order, lse is not written).
  * Backward: dq, dk, dv overwritten; dout, out [S,H,dh], lse [S].
+ * The forward by tiles (attn_fwd_head_*: every lane of each visited key
+ * tile, online softmax) or by lists (attn_fwd_head_list_*: each query's
+ * allowed keys alone, inference on the sparse masks).
  */
 typedef void (*AttnFwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							  float *out, float *lse, const float *q, const float *k, const float *v,
@@ -70,18 +75,27 @@ typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int d
 void attn_fwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						  float *out, float *lse, const float *q, const float *k, const float *v,
 						  const int32_t *only, int n_only);
+void attn_fwd_head_list_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							   float *out, float *lse, const float *q, const float *k, const float *v,
+							   const int32_t *only, int n_only);
 void attn_bwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						  float *dq, float *dk, float *dv, const float *dout, const float *out,
 						  const float *lse, const float *q, const float *k, const float *v);
 void attn_fwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						float *out, float *lse, const float *q, const float *k, const float *v,
 						  const int32_t *only, int n_only);
+void attn_fwd_head_list_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							   float *out, float *lse, const float *q, const float *k, const float *v,
+							   const int32_t *only, int n_only);
 void attn_bwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						float *dq, float *dk, float *dv, const float *dout, const float *out,
 						const float *lse, const float *q, const float *k, const float *v);
 void attn_fwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						   float *out, float *lse, const float *q, const float *k, const float *v,
 						  const int32_t *only, int n_only);
+void attn_fwd_head_list_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							   float *out, float *lse, const float *q, const float *k, const float *v,
+							   const int32_t *only, int n_only);
 void attn_bwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						   float *dq, float *dk, float *dv, const float *dout, const float *out,
 						   const float *lse, const float *q, const float *k, const float *v);

@@ -22,7 +22,9 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	size_t  n = Sp * dhp;
 	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
 	 * and clears only those */
-	size_t  total = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
+	size_t  base = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
+	/* then the list kernel's scores [Sp + T] and keys [Sp] */
+	size_t  total = base + 2 * Sp + T;
 	size_t  marks = total;     /* then the query list's marks: Sp bytes, nt ints, nt bytes */
 
 	total += (Sp + 3) / 4 + (size_t) nt + ((size_t) nt + 3) / 4;
@@ -40,6 +42,8 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	w->v = buf + 2 * n;
 	w->o = buf + 3 * n;
 	w->lse = buf + 4 * n;
+	w->sc = buf + base;
+	w->kidx = (int32_t *) (buf + base + Sp + T);
 	w->qsel = (uint8_t *) (buf + marks);
 	w->tile_n = (int *) (buf + marks + (Sp + 3) / 4);
 	w->ktile_need = (uint8_t *) (w->tile_n + nt);
@@ -111,20 +115,20 @@ attn_kernels_name(HwAttnBuild build)
 	return build >= HW_ATTN_BUILD_AUTO && build <= HW_ATTN_BUILD_AVX512 ? names[build] : "?";
 }
 
-/* the forward and backward of one build */
+/* the forward (by tiles and by lists) and backward of one build */
 typedef struct AttnKernels
 {
-	AttnFwdHeadFn fwd;
+	AttnFwdHeadFn fwd, fwd_list;
 	AttnBwdHeadFn bwd;
 } AttnKernels;
 
 static const AttnKernels *
 kernels_in_use(void)
 {
-	static const AttnKernels generic = {attn_fwd_head_generic, attn_bwd_head_generic};
+	static const AttnKernels generic = {attn_fwd_head_generic, attn_fwd_head_list_generic, attn_bwd_head_generic};
 #if HW_ATTN_X86_BUILDS
-	static const AttnKernels avx2 = {attn_fwd_head_avx2, attn_bwd_head_avx2};
-	static const AttnKernels avx512 = {attn_fwd_head_avx512, attn_bwd_head_avx512};
+	static const AttnKernels avx2 = {attn_fwd_head_avx2, attn_fwd_head_list_avx2, attn_bwd_head_avx2};
+	static const AttnKernels avx512 = {attn_fwd_head_avx512, attn_fwd_head_list_avx512, attn_bwd_head_avx512};
 
 	switch (attn_kernels_in_use())
 	{
@@ -149,7 +153,19 @@ typedef struct HeadCall
 	const int32_t *cell, *off;	/* a query list (forward_cells) */
 	int          b0, nb;        /* the sequences [b0, b0 + nb); nb 0: all */
 	const AttnKernels *kern;	/* the build in use */
+	AttnFwdHeadFn fwd;          /* its forward for this call (serving_forward) */
 } HeadCall;
+
+/* The serving forward (the ranges, rows and cell lists): by lists on the
+ * sparse masks, where a query reads a few keys of each tile it visits, by
+ * tiles on the full mask; the choice by the mask's kind alone, so a row's
+ * bits never depend on its batch.  Training's forward (and the backward,
+ * which recomputes its probabilities) stays on the tiles. */
+static AttnFwdHeadFn
+serving_forward(const AttnKernels *kern, const HwAttnPlan *plan)
+{
+	return plan->kind == HW_MASK_FULL ? kern->fwd : kern->fwd_list;
+}
 
 /* One (b, h) of a call; w is NULL when the thread's work buffers could not
  * be allocated: the head's outputs are then NaN, which the trainer's NaN
@@ -185,7 +201,7 @@ forward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 	if (w)
 	{
-		c->kern->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, NULL, 0);
+		c->fwd(c->plan, b, h, H, dh, w, c->out + eo, c->lse + li, c->q + eo, c->k + eo, c->v + eo, NULL, 0);
 		return;
 	}
 	for (int i = 0; i < S; i++)
@@ -204,6 +220,8 @@ attn_block_sparse_forward(float *out, float *lse,
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .lse = lse, .q = q, .k = k, .v = v,
 				  .kern = kernels_in_use()};
 
+	c.fwd = c.kern->fwd;
+
 	for_each_head(&c, false, forward_one_head);
 }
 
@@ -214,6 +232,7 @@ attn_block_sparse_forward_seqs(float *out, float *lse, const float *q, const flo
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .lse = lse, .q = q, .k = k, .v = v,
 				  .b0 = b0, .nb = nb, .kern = kernels_in_use()};
 
+	c.fwd = serving_forward(c.kern, plan);
 	if (nb > 0)
 		for_each_head(&c, false, forward_one_head);
 }
@@ -264,7 +283,7 @@ cells_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 		return;
 	if (w)
 	{
-		c->kern->fwd(c->plan, b, h, c->H, dh, w, c->out + i0 * D, NULL, c->q + i0 * D, c->k + eo, c->v + eo,
+		c->fwd(c->plan, b, h, c->H, dh, w, c->out + i0 * D, NULL, c->q + i0 * D, c->k + eo, c->v + eo,
 					 c->cell + i0, (int) (i1 - i0));
 		return;
 	}
@@ -279,6 +298,8 @@ attn_block_sparse_forward_cells(float *out, const float *q, const float *k, cons
 {
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell, .off = off,
 				  .kern = kernels_in_use()};
+
+	c.fwd = serving_forward(c.kern, plan);
 
 	for_each_head(&c, false, cells_one_head);
 }

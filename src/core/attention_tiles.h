@@ -172,12 +172,23 @@ row_prefetch(const float *x, int64_t off, int dh)
 		__builtin_prefetch(x + off + d, 0, 3);
 }
 
+/* row p of K into the forward's K buffer: as K rows [Sp][dhp] (the list
+ * kernel, krows) or as column p % T of a K^T tile [dhp][T] */
+static inline __attribute__((always_inline)) void
+k_into(float *restrict K, bool krows, int p, const float *restrict kr, int dh, int dhp)
+{
+	if (krows)
+		row_copy(K + (int64_t) p * dhp, kr, dh);
+	else
+		kt_column(K + (int64_t) (p / T) * dhp * T + (p % T), kr, dh);
+}
+
 /* forward gathers in one pass over the original order: Q (q NULL: none), V
- * rows and K^T tiles */
+ * rows and K (k_into) */
 static inline __attribute__((always_inline)) void
 gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		   const float *restrict q, const float *restrict k, const float *restrict v,
-		   const int32_t *iperm, int S, int H, int h, int dh, int dhp)
+		   const int32_t *iperm, int S, int H, int h, int dh, int dhp, bool krows)
 {
 	for (int i = 0; i < S; i++)
 	{
@@ -195,16 +206,16 @@ gather_fwd(float *restrict Q, float *restrict KT, float *restrict V,
 		if (q)
 			row_copy(Q + (int64_t) p * dhp, q + off, dh);
 		row_copy(V + (int64_t) p * dhp, v + off, dh);
-		kt_column(KT + (int64_t) (p / T) * dhp * T + (p % T), k + off, dh);
+		k_into(KT, krows, p, k + off, dh, dhp);
 	}
 }
 
-/* the forward of listed queries: V rows and K^T tiles of the key tiles
+/* the forward of listed queries: V rows and K (k_into) of the key tiles
  * marked in need [nt] alone (the only ones their visited pairs read), in
  * permuted order (perm: permuted position -> original index) */
 static inline __attribute__((always_inline)) void
 gather_fwd_tiles(float *restrict KT, float *restrict V, const float *restrict k, const float *restrict v,
-				 const int32_t *perm, const uint8_t *need, int S, int nt, int H, int h, int dh, int dhp)
+				 const int32_t *perm, const uint8_t *need, int S, int nt, int H, int h, int dh, int dhp, bool krows)
 {
 	for (int kt = 0; kt < nt; kt++)
 		for (int p = kt * T; need[kt] && p < S && p < kt * T + T; p++)
@@ -219,7 +230,7 @@ gather_fwd_tiles(float *restrict KT, float *restrict V, const float *restrict k,
 				row_prefetch(v, ahead, dh);
 			}
 			row_copy(V + (int64_t) p * dhp, v + off, dh);
-			kt_column(KT + (int64_t) kt * dhp * T + (p % T), k + off, dh);
+			k_into(KT, krows, p, k + off, dh, dhp);
 		}
 }
 
@@ -344,7 +355,7 @@ fwd_row_tile(float *oi, float *mrow, float *lrow, const float *qi, const float *
  * and V of the key tiles their query tiles visit (w->ktile_need) */
 static inline __attribute__((always_inline)) void
 gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, const float *q, const float *k,
-				  const float *v, const int32_t *only, int n_only)
+				  const float *v, const int32_t *only, int n_only, bool krows)
 {
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
@@ -363,68 +374,189 @@ gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork 
 	for (int qt = 0; qt < nt; qt++)
 		for (int64_t pr = qptr[qt]; w->tile_n[qt] && pr < qptr[qt + 1]; pr++)
 			w->ktile_need[plan->ktile[pr]] = 1;
-	gather_fwd_tiles(w->kt, w->v, k, v, plan->perm + (int64_t) b * S, w->ktile_need, S, nt, H, h, dh, dhp);
+	gather_fwd_tiles(w->kt, w->v, k, v, plan->perm + (int64_t) b * S, w->ktile_need, S, nt, H, h, dh, dhp, krows);
 }
 
-/* Forward of one (b, h) (attention_internal.h).  With a list of queries
- * the same loops skip the other queries (and the query tiles holding none
- * of them), so a listed row runs the very instructions of the full
- * forward; only the key tiles those query tiles visit are gathered (the
- * other buffers' rows keep stale values that nothing reads). */
-void
-HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
-							float *out, float *lse, const float *q, const float *k, const float *v,
-							const int32_t *only, int n_only)
+/*
+ * One query row against its allowed keys as a list (the list kernel): the
+ * scores of the n keys at permuted positions kidx[0 .. n) (K rows
+ * [Sp][dhp]), their softmax and the weighted sum of their V rows into oi
+ * [dhp]; returns the row's lse.  sc holds n scores, padded to whole
+ * vectors.  A score is a dot product over 16 lanes summed by tile_sum, the
+ * sums in key order, so every build with FMA computes the same bits.  On
+ * the sparse masks a query reads a few keys of each tile it visits (the
+ * small preset's sampled sequences: ~6 of the ~40 lanes of its tiles), and
+ * the tile kernel pays all 16 lanes of each.
+ */
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+
+/* tile_sum of the 16 lanes held in T / VW vectors, in registers: the same
+ * pairs in the same order (x[i] + x[i + 8], then + 4, then (0 + 2) + (1 + 3)) */
+static inline __attribute__((always_inline)) float
+lanes_sum(const vf *a)
+{
+	v4f w;
+#if VW == 4
+	w = (a[0] + a[2]) + (a[1] + a[3]);
+#else
+	v8f u;
+	v4f ul, uh;
+#if VW == 16
+	v8f lo, hi;
+
+	memcpy(&lo, a, sizeof lo);
+	memcpy(&hi, (const char *) a + sizeof lo, sizeof hi);
+	u = lo + hi;
+#else
+	u = a[0] + a[1];
+#endif
+	memcpy(&ul, &u, sizeof ul);
+	memcpy(&uh, (const char *) &u + sizeof ul, sizeof uh);
+	w = ul + uh;
+#endif
+	return (w[0] + w[2]) + (w[1] + w[3]);
+}
+
+static inline __attribute__((always_inline)) float
+fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict K, const float *restrict V,
+			 const int32_t *restrict kidx, int n, float *restrict sc, int dhp)
+{
+	float mx = -INFINITY, l = 0.0f, inv;
+
+	for (int j = 0; j < n; j++)
+	{
+		const float *kr = K + (int64_t) kidx[j] * dhp;
+		vf           a[T / VW];
+
+		for (int c = 0; c < T; c += VW)
+		{
+			a[c / VW] = VLOAD(qi + c) * VLOAD(kr + c);
+			for (int d = T; d < dhp; d += T)
+				a[c / VW] += VLOAD(qi + d + c) * VLOAD(kr + d + c);
+		}
+		sc[j] = lanes_sum(a);
+		mx = sc[j] > mx ? sc[j] : mx;
+	}
+	for (int j = n; j % VW != 0; j++)
+		sc[j] = -INFINITY;
+	for (int j = 0; j < n; j += VW)
+	{
+		vf pv = VLOAD(sc + j) - mx;
+
+		vexp(&pv);
+		VSTORE(sc + j, pv);
+	}
+	for (int j = 0; j < n; j++)
+		l += sc[j];
+	inv = 1.0f / l;
+	/* a column block at a time, its sum in a register over the keys */
+	for (int c = 0; c < dhp; c += VW)
+	{
+		vf acc = {};
+
+		for (int j = 0; j < n; j++)
+			acc += sc[j] * VLOAD(V + (int64_t) kidx[j] * dhp + c);
+		VSTORE(oi + c, acc * inv);
+	}
+	return mx + logf(l);
+}
+
+/* query tile qt's rows by the list kernel: each (listed) row's allowed
+ * keys, tile by tile in the plan's order, then fwd_row_list */
+static inline __attribute__((always_inline)) void
+fwd_query_tile_list(const HwAttnPlan *plan, int64_t p0, int64_t p1, int qt, int nq, AttnWork *w, bool listed)
+{
+	int dhp = w->dhp;
+
+	for (int ii = 0; ii < nq; ii++)
+	{
+		int n = 0;
+
+		if (listed && !w->qsel[qt * T + ii])
+			continue;
+		for (int64_t pr = p0; pr < p1; pr++)
+		{
+			uint32_t mk = plan->mask[pr * T + ii];
+			int      base = plan->ktile[pr] * T;
+
+			for (; mk; mk &= mk - 1)
+				w->kidx[n++] = base + __builtin_ctz(mk);
+		}
+		w->lse[qt * T + ii] = fwd_row_list(w->o + (int64_t) (qt * T + ii) * dhp, w->q + (int64_t) (qt * T + ii) * dhp,
+										   w->kt, w->v, w->kidx, n, w->sc, dhp);
+	}
+}
+
+/* query tile qt's rows by the tile kernel: every visited key tile with
+ * online softmax (fwd_row_tile), then each row's output scaled and lse */
+static inline __attribute__((always_inline)) void
+fwd_query_tile(const HwAttnPlan *plan, int64_t p0, int64_t p1, int qt, int nq, AttnWork *w, bool listed)
+{
+	int    dhp = w->dhp;
+	float *Ot = w->o + (int64_t) qt * T * dhp;
+	float  mrow[T], lrow[T];
+
+	for (int ii = 0; ii < T; ii++)
+	{
+		mrow[ii] = -INFINITY;
+		lrow[ii] = 0.0f;
+	}
+	memset(Ot, 0, sizeof(float) * T * dhp);
+	for (int64_t pr = p0; pr < p1; pr++)
+	{
+		int             kt = plan->ktile[pr];
+		const uint16_t *mk = plan->mask + pr * T;
+		const float    *Kt = w->kt + (int64_t) kt * dhp * T;
+		const float    *Vr = w->v + (int64_t) kt * T * dhp;
+
+		for (int ii = 0; ii < nq; ii++)
+			if (mk[ii] != 0 && (!listed || w->qsel[qt * T + ii]))
+				fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], w->q + (int64_t) (qt * T + ii) * dhp,
+							 Kt, Vr, mk[ii], dhp);
+	}
+	for (int ii = 0; ii < nq; ii++)
+	{
+		float *oi = Ot + (int64_t) ii * dhp;
+		float  inv = 1.0f / lrow[ii];
+
+		if (listed && !w->qsel[qt * T + ii])
+			continue;
+		for (int c = 0; c < dhp; c += VW)
+			VSTORE(oi + c, VLOAD(oi + c) * inv);
+		w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
+	}
+}
+
+/* Forward of one (b, h) (attention_internal.h), by the tile kernel or the
+ * list kernel.  With a list of queries the same loops skip the other
+ * queries (and the query tiles holding none of them), so a listed row runs
+ * the very instructions of the full forward; only the key tiles those
+ * query tiles visit are gathered (the other buffers' rows keep stale
+ * values that nothing reads). */
+static inline __attribute__((always_inline)) void
+fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float *out, float *lse, const float *q,
+		 const float *k, const float *v, const int32_t *only, int n_only, bool list)
 {
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp, D = H * dh;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
-	float         *Q = w->q, *KT = w->kt, *V = w->v, *O = w->o;
-	uint8_t       *sel = w->qsel;     /* [Sp] by permuted position: a listed query */
-	int           *tile_n = w->tile_n; /* [nt] listed queries per query tile */
-	float          mrow[T], lrow[T];
 
 	if (only)
-		gather_fwd_listed(plan, b, h, H, dh, w, q, k, v, only, n_only);
+		gather_fwd_listed(plan, b, h, H, dh, w, q, k, v, only, n_only, list);
 	else
-		gather_fwd(Q, KT, V, q, k, v, iperm, S, H, h, dh, dhp);
+		gather_fwd(w->q, w->kt, w->v, q, k, v, iperm, S, H, h, dh, dhp, list);
 
 	for (int qt = 0; qt < nt; qt++)
 	{
 		int     nq = S - qt * T < T ? S - qt * T : T;
 		int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
-		float  *Ot = O + (int64_t) qt * T * dhp;
 
-		if (only && tile_n[qt] == 0)
+		if (only && w->tile_n[qt] == 0)
 			continue;
-		for (int ii = 0; ii < T; ii++)
-		{
-			mrow[ii] = -INFINITY;
-			lrow[ii] = 0.0f;
-		}
-		memset(Ot, 0, sizeof(float) * T * dhp);
-		for (int64_t pr = p0; pr < p1; pr++)
-		{
-			int             kt = plan->ktile[pr];
-			const uint16_t *mk = plan->mask + pr * T;
-			const float    *Kt = KT + (int64_t) kt * dhp * T;
-			const float    *Vr = V + (int64_t) kt * T * dhp;
-
-			for (int ii = 0; ii < nq; ii++)
-				if (mk[ii] != 0 && (!only || sel[qt * T + ii]))
-					fwd_row_tile(Ot + (int64_t) ii * dhp, &mrow[ii], &lrow[ii], Q + (int64_t) (qt * T + ii) * dhp,
-								 Kt, Vr, mk[ii], dhp);
-		}
-		for (int ii = 0; ii < nq; ii++)
-		{
-			float *oi = Ot + (int64_t) ii * dhp;
-			float  inv = 1.0f / lrow[ii];
-
-			if (only && !sel[qt * T + ii])
-				continue;
-			for (int c = 0; c < dhp; c += VW)
-				VSTORE(oi + c, VLOAD(oi + c) * inv);
-			w->lse[qt * T + ii] = mrow[ii] + logf(lrow[ii]);
-		}
+		if (list)
+			fwd_query_tile_list(plan, p0, p1, qt, nq, w, only != NULL);
+		else
+			fwd_query_tile(plan, p0, p1, qt, nq, w, only != NULL);
 	}
 	if (only)
 	{
@@ -433,16 +565,32 @@ HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh,
 		{
 			int p = iperm[only[i] - b * S];
 
-			row_copy(out + (int64_t) i * D + h * dh, O + (int64_t) p * dhp, dh);
-			sel[p] = 0;
-			tile_n[p / T] = 0;
+			row_copy(out + (int64_t) i * D + h * dh, w->o + (int64_t) p * dhp, dh);
+			w->qsel[p] = 0;
+			w->tile_n[p / T] = 0;
 		}
 		memset(w->ktile_need, 0, nt);
 		return;
 	}
-	scatter_rows(out, O, iperm, S, H, h, dh, dhp);
+	scatter_rows(out, w->o, iperm, S, H, h, dh, dhp);
 	for (int i = 0; i < S; i++)
 		lse[i] = w->lse[iperm[i]];
+}
+
+void
+HW_ATTN_NAME(attn_fwd_head)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+							float *out, float *lse, const float *q, const float *k, const float *v,
+							const int32_t *only, int n_only)
+{
+	fwd_head(plan, b, h, H, dh, w, out, lse, q, k, v, only, n_only, false);
+}
+
+void
+HW_ATTN_NAME(attn_fwd_head_list)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
+								 float *out, float *lse, const float *q, const float *k, const float *v,
+								 const int32_t *only, int n_only)
+{
+	fwd_head(plan, b, h, H, dh, w, out, lse, q, k, v, only, n_only, true);
 }
 
 /* P and dS of one query against one key tile (its rows of each, [T],

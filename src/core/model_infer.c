@@ -181,6 +181,21 @@ chunk_rows(const HwModel *m)
 	return m->pk ? INFER_CHUNK_ROWS : m->N;
 }
 
+/* sublayer a's attention (plan s) on sequences [b0, b0 + nb): the
+ * backend's serving forward where it has one (on the CPU the sparse masks'
+ * list kernel, whose bits the target rows and cell lists share), else the
+ * training forward on the whole batch (nb = B) */
+static void
+serving_attention(HwModel *m, int s, SubAct *a, int b0, int nb)
+{
+	const HwBackendOps *o = m->be->ops;
+
+	if (o->attn_forward_seqs)
+		o->attn_forward_seqs(m->be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, m->H, m->dh);
+	else
+		o->attn_forward(m->be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
+}
+
 /*
  * Attention sublayer s of layer l (not the model's last) on sequences
  * [b0, b0 + nb) into those rows of xout [N,D]: [q|k|v|gp] = rms(x) @ W4^T,
@@ -204,10 +219,7 @@ infer_attention_sequences(HwModel *m, int l, int s, int b0, int nb, float *xout)
 	layer_gemm(m, PK_W4(m, l, s), nb, S, 0, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 	o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
 					  a->qkvg, P(p->tau), n, H, m->dh);
-	if (nb == m->B)
-		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], H, m->dh);
-	else
-		o->attn_forward_seqs(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, H, m->dh);
+	serving_attention(m, s, a, b0, nb);
 	layer_gemm(m, PK_WO(m, l, s), nb, S, 0, D, D, a->att + rd, D, P(p->wo), 0.0f, a->o, D);
 	o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
 }
@@ -439,7 +451,7 @@ infer_last_attention(HwModel *m, int l, int s)
 		o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
 		layer_gemm(m, slot, B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
-		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
+		serving_attention(m, s, a, 0, B);
 		o->gather_rows(be, att_t, a->att, m->d_tidx, B, D);
 		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
 	}

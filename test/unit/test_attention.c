@@ -478,7 +478,8 @@ UNIT_TEST(attn_padding_rows_see_only_themselves)
 
 /* attn_block_sparse_forward_rows: one query cell per sequence (any position,
  * padding included; head sizes with and without padded dims) gives that
- * row of the full forward, bit for bit, for every mask kind. */
+ * row of the serving forward of the whole batch, bit for bit, for every
+ * mask kind. */
 UNIT_TEST(attn_forward_rows_equal_full_rows)
 {
 	static const int dhs[2] = {32, 12};
@@ -505,7 +506,7 @@ UNIT_TEST(attn_forward_rows_equal_full_rows)
 			HwAttnPlan    *plan = attn_plan_create(&info, kind, NULL);
 
 			CHECK(plan != NULL);
-			attn_block_sparse_forward(out, lse, q, k, v, plan, H, dh);
+			attn_block_sparse_forward_seqs(out, lse, q, k, v, plan, 0, B, H, dh);
 			for (int pos = 0; pos < S; pos += 37)
 			{
 				for (int b = 0; b < B; b++)
@@ -525,9 +526,11 @@ UNIT_TEST(attn_forward_rows_equal_full_rows)
 	tbatch_free(&t);
 }
 
-/* attn_block_sparse_forward_seqs: sequences [b0, b0 + nb) alone give their
- * rows of out and lse of the full forward, bit for bit, and leave every
- * other sequence's rows as they were, for every mask kind. */
+/* attn_block_sparse_forward_seqs (the serving forward: by lists on the
+ * sparse masks): the whole batch's within fp32 rounding of the training
+ * forward (by tiles); sequences [b0, b0 + nb) alone give their rows of out
+ * and lse of the whole batch's, bit for bit, and leave every other
+ * sequence's rows as they were, for every mask kind. */
 UNIT_TEST(attn_forward_seqs_equal_full_sequences)
 {
 	TBatch t;
@@ -549,7 +552,10 @@ UNIT_TEST(attn_forward_seqs_equal_full_sequences)
 		HwAttnPlan    *plan = attn_plan_create(&info, kind, NULL);
 
 		CHECK(plan != NULL);
-		attn_block_sparse_forward(out, lse, q, k, v, plan, H, dh);
+		attn_block_sparse_forward(out2, lse2, q, k, v, plan, H, dh);
+		attn_block_sparse_forward_seqs(out, lse, q, k, v, plan, 0, B, H, dh);
+		CHECK_MSG(rel_err(out, out2, n, 1e-6, 1e-5) <= 1.0 && rel_err(lse, lse2, nl, 1e-6, 1e-5) <= 1.0,
+				  "kind %d: the serving forward is off the training forward", kind);
 		for (int64_t i = 0; i < n; i++)
 			out2[i] = -3.0f;
 		for (int64_t i = 0; i < nl; i++)
@@ -568,7 +574,7 @@ UNIT_TEST(attn_forward_seqs_equal_full_sequences)
 
 				CHECK_MSG(done ? same : out2[ro] == -3.0f && lse2[rl] == -3.0f,
 						  "kind %d, range [%d, %d): sequence %d %s", kind, b0, b1, b,
-						  done ? "differs from the full forward" : "was written");
+						  done ? "differs from the whole batch's" : "was written");
 			}
 		}
 		attn_plan_free(plan);
