@@ -13,12 +13,12 @@
  * each row points to up to 2 earlier rows, 10% padding) with sampler-like
  * permutations (argsort by column; grouped by row in BFS order).  Prints plan
  * time, allowed pairs, visited tile pairs vs (S/tile)^2, ms for forward and for
- * backward, and GFLOP/s of useful work (4*dh flops per allowed pair forward:
+ * backward (training's, by tiles), and GFLOP/s of useful work (4*dh flops per allowed pair forward:
  * q.k and p*v; 8*dh backward: recomputed q.k, dout.v, dq, dk, dv).  The dense
  * O(S^2) reference is timed once per preset on one batch element, FULL mask.
  * Per mask it also prints a digest (FNV-1a of the bytes) of the forward's
  * output and lse, the backward's dq, dk, dv and the one-query-per-sequence
- * forward: the inputs are fixed, so two builds that print the same digests
+ * forward (the serving forward's bits): the inputs are fixed, so two builds that print the same digests
  * compute the same bits on this machine (a kernel change that claims to keep
  * the arithmetic can be checked that way).
  */
@@ -127,7 +127,7 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 	int64_t n = (int64_t) B * S * H * dh;
 	float  *q = malloc(4 * n), *k = malloc(4 * n), *v = malloc(4 * n), *g = malloc(4 * n);
 	float  *o = malloc(4 * n), *dq = malloc(4 * n), *dk = malloc(4 * n), *dv = malloc(4 * n);
-	float  *lse = malloc(4 * (size_t) B * H * S);
+	float  *lse = malloc(4 * (size_t) B * H * S), *os = malloc(4 * n), *ls = malloc(4 * (size_t) B * H * S);
 	int     nt = (S + HW_ATTN_TILE - 1) / HW_ATTN_TILE;
 	static const char *kn[4] = {"column", "outbound", "inbound", "full"};
 
@@ -135,6 +135,7 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 	/* touch outputs once: first-touch page faults are not attention's cost */
 	memset(o, 0, 4 * n); memset(dq, 0, 4 * n); memset(dk, 0, 4 * n); memset(dv, 0, 4 * n);
 	memset(lse, 0, 4 * (size_t) B * H * S);
+	memset(os, 0, 4 * n); memset(ls, 0, 4 * (size_t) B * H * S);
 	for (int64_t i = 0; i < n; i++)
 	{
 		q[i] = (float) ((int) (rnext() % 2001) - 1000) * 1e-3f;
@@ -145,12 +146,12 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 	printf("\npreset %s: B=%d S=%d H=%d dh=%d R=%d, tile %d, %d threads, best of %d, %s clock, %s kernels\n",
 		   name, B, S, H, dh, R, HW_ATTN_TILE, omp_get_max_threads(), reps,
 		   use_cputime ? "process CPU" : "wall", attn_kernels_name(attn_kernels_in_use()));
-	printf("%-9s %8s %12s %6s %8s %8s %8s %8s %8s %8s\n", "mask", "plan_ms", "allowed",
-		   "dens%", "tiles", "tiles%", "fwd_ms", "bwd_ms", "fwdGF/s", "bwdGF/s");
+	printf("%-9s %8s %12s %6s %8s %8s %8s %8s %8s %8s %8s\n", "mask", "plan_ms", "allowed",
+		   "dens%", "tiles", "tiles%", "fwd_ms", "bwd_ms", "fwdGF/s", "bwdGF/s", "serve_ms");
 	for (int kind = 0; kind < 4; kind++)
 	{
 		HwAttnMaskInfo info = {B, S, R, t.col, t.row, t.pad, t.adj, kind < 3 ? t.perm[kind] : NULL};
-		double         t0 = now_s(), tp, tf = 1e30, tb = 1e30;
+		double         t0 = now_s(), tp, tf = 1e30, tb = 1e30, ts = 1e30;
 		HwAttnPlan    *plan = attn_plan_create(&info, kind, NULL);
 		int64_t        ap, vt;
 
@@ -164,13 +165,16 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 			double t1 = now_s();
 			attn_block_sparse_backward(dq, dk, dv, g, o, lse, q, k, v, plan, H, dh);
 			double t2 = now_s();
+			attn_block_sparse_forward_seqs(os, ls, q, k, v, plan, 0, B, H, dh);
+			double t3 = now_s();
 			if (t1 - t0 < tf) tf = t1 - t0;
 			if (t2 - t1 < tb) tb = t2 - t1;
+			if (t3 - t2 < ts) ts = t3 - t2;
 		}
-		printf("%-9s %8.2f %12lld %6.2f %8lld %8.2f %8.2f %8.2f %8.1f %8.1f\n", kn[kind], tp * 1e3,
+		printf("%-9s %8.2f %12lld %6.2f %8lld %8.2f %8.2f %8.2f %8.1f %8.1f %8.2f\n", kn[kind], tp * 1e3,
 			   (long long) ap, 100.0 * ap / ((double) B * S * S), (long long) vt,
 			   100.0 * vt / ((double) B * nt * nt), tf * 1e3, tb * 1e3,
-			   4.0 * dh * ap * H / tf * 1e-9, 8.0 * dh * ap * H / tb * 1e-9);
+			   4.0 * dh * ap * H / tf * 1e-9, 8.0 * dh * ap * H / tb * 1e-9, ts * 1e3);
 		{
 			/* one query per sequence, at a position that moves with b */
 			int32_t *cell = malloc(sizeof(int32_t) * B);
@@ -206,7 +210,7 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 			   " (x%d = %.0f ms fwd+bwd for the batch)\n", B, (t1 - t0) * 1e3, (t2 - t1) * 1e3, B,
 			   (t2 - t0) * 1e3 * B);
 	}
-	free(q); free(k); free(v); free(g); free(o); free(dq); free(dk); free(dv); free(lse);
+	free(q); free(k); free(v); free(g); free(o); free(dq); free(dk); free(dv); free(lse); free(os); free(ls);
 	free(t.col); free(t.row); free(t.pad); free(t.adj);
 	for (int m = 0; m < 3; m++)
 		free(t.perm[m]);

@@ -124,6 +124,7 @@ tile_sum(const float *x)
 
 /* unaligned vectors of the build's width, for row copies */
 typedef float vfu __attribute__((vector_size(VW * 4), aligned(4)));
+#define VLOADU(p) (*(const vfu *) (p))
 
 /*
  * Gather/scatter between head h of x [S,H,dh] (one batch element) and the
@@ -379,9 +380,9 @@ gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork 
 
 /*
  * One query row against its allowed keys as a list (the list kernel): the
- * scores of the n keys at permuted positions kidx[0 .. n) (K rows
- * [Sp][dhp]), their softmax and the weighted sum of their V rows into oi
- * [dhp]; returns the row's lse.  sc holds n scores, padded to whole
+ * scores of the n keys whose rows start at K + koff[j] (dhp floats, pads
+ * zero; V's rows at the same offsets), their softmax and the weighted sum
+ * of their V rows into oi [dhp]; returns the row's lse.  sc holds n scores, padded to whole
  * vectors.  A score is a dot product over 16 lanes summed by tile_sum, the
  * sums in key order, so every build with FMA computes the same bits.  On
  * the sparse masks a query reads a few keys of each tile it visits (the
@@ -420,20 +421,20 @@ lanes_sum(const vf *a)
 
 static inline __attribute__((always_inline)) float
 fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict K, const float *restrict V,
-			 const int32_t *restrict kidx, int n, float *restrict sc, int dhp)
+			 const int32_t *restrict koff, int n, float *restrict sc, int dhp)
 {
 	float mx = -INFINITY, l = 0.0f, inv;
 
 	for (int j = 0; j < n; j++)
 	{
-		const float *kr = K + (int64_t) kidx[j] * dhp;
+		const float *kr = K + koff[j];
 		vf           a[T / VW];
 
 		for (int c = 0; c < T; c += VW)
 		{
-			a[c / VW] = VLOAD(qi + c) * VLOAD(kr + c);
+			a[c / VW] = VLOADU(qi + c) * VLOADU(kr + c);
 			for (int d = T; d < dhp; d += T)
-				a[c / VW] += VLOAD(qi + d + c) * VLOAD(kr + d + c);
+				a[c / VW] += VLOADU(qi + d + c) * VLOADU(kr + d + c);
 		}
 		sc[j] = lanes_sum(a);
 		mx = sc[j] > mx ? sc[j] : mx;
@@ -456,35 +457,83 @@ fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict
 		vf acc = {};
 
 		for (int j = 0; j < n; j++)
-			acc += sc[j] * VLOAD(V + (int64_t) kidx[j] * dhp + c);
-		VSTORE(oi + c, acc * inv);
+			acc += sc[j] * VLOADU(V + koff[j] + c);
+		*(vfu *) (oi + c) = acc * inv;
 	}
 	return mx + logf(l);
+}
+
+/* the list of query p's (a permuted position of sequence b) allowed keys
+ * into w->kidx as offsets of their rows (fwd_row_list): permuted positions
+ * p_k at a row stride stride (the gathered buffers), or, with perm (the
+ * sequence's permuted -> original), the original rows of head h in [S,H,dh]
+ * (read where they lie); returns their number */
+static inline __attribute__((always_inline)) int
+query_keys(const HwAttnPlan *plan, int b, int p, AttnWork *w, const int32_t *perm, int H, int h, int dh, int stride)
+{
+	int     nt = plan->nt, qt = p / T, ii = p % T, n = 0;
+	int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
+
+	for (int64_t pr = p0; pr < p1; pr++)
+	{
+		uint32_t mk = plan->mask[pr * T + ii];
+		int      base = plan->ktile[pr] * T;
+
+		for (; mk; mk &= mk - 1)
+		{
+			int kp = base + __builtin_ctz(mk);
+
+			w->kidx[n++] = perm ? (perm[kp] * H + h) * dh : kp * stride;
+		}
+	}
+	return n;
 }
 
 /* query tile qt's rows by the list kernel: each (listed) row's allowed
  * keys, tile by tile in the plan's order, then fwd_row_list */
 static inline __attribute__((always_inline)) void
-fwd_query_tile_list(const HwAttnPlan *plan, int64_t p0, int64_t p1, int qt, int nq, AttnWork *w, bool listed)
+fwd_query_tile_list(const HwAttnPlan *plan, int b, int qt, int nq, AttnWork *w, bool listed)
 {
 	int dhp = w->dhp;
 
 	for (int ii = 0; ii < nq; ii++)
 	{
-		int n = 0;
+		int n;
 
 		if (listed && !w->qsel[qt * T + ii])
 			continue;
-		for (int64_t pr = p0; pr < p1; pr++)
-		{
-			uint32_t mk = plan->mask[pr * T + ii];
-			int      base = plan->ktile[pr] * T;
-
-			for (; mk; mk &= mk - 1)
-				w->kidx[n++] = base + __builtin_ctz(mk);
-		}
+		n = query_keys(plan, b, qt * T + ii, w, NULL, 0, 0, 0, dhp);
 		w->lse[qt * T + ii] = fwd_row_list(w->o + (int64_t) (qt * T + ii) * dhp, w->q + (int64_t) (qt * T + ii) * dhp,
 										   w->kt, w->v, w->kidx, n, w->sc, dhp);
+	}
+}
+
+/*
+ * Forward of one (b, h) by lists, reading q, k, v and writing out where
+ * they lie (head h of rows [S,H,dh]: dh a multiple of 16, so a row's
+ * vectors hold its own head alone): no gathers, no scatter.  Each query
+ * (every row, or the listed ones) takes its keys from the plan
+ * (query_keys) and fwd_row_list.
+ */
+static inline __attribute__((always_inline)) void
+fwd_head_list_direct(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float *out, float *lse,
+					 const float *q, const float *k, const float *v, const int32_t *only, int n_only)
+{
+	int            S = plan->S, D = H * dh;
+	const int32_t *perm = plan->perm + (int64_t) b * S, *iperm = plan->iperm + (int64_t) b * S;
+	int            nq = only ? n_only : S;
+
+	for (int i = 0; i < nq; i++)
+	{
+		/* query i: row i of the sequence, or the list's i-th (its q and out
+		 * rows the list's i-th) */
+		int     pos = only ? only[i] - b * S : i;
+		int64_t row = (int64_t) i * D + h * dh;
+		int     n = query_keys(plan, b, iperm[pos], w, perm, H, h, dh, 0);
+		float   l = fwd_row_list(out + row, q + row, k, v, w->kidx, n, w->sc, dh);
+
+		if (!only)
+			lse[i] = l;
 	}
 }
 
@@ -541,6 +590,11 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp, D = H * dh;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
 
+	if (list && dh % T == 0)
+	{
+		fwd_head_list_direct(plan, b, h, H, dh, w, out, lse, q, k, v, only, n_only);
+		return;
+	}
 	if (only)
 		gather_fwd_listed(plan, b, h, H, dh, w, q, k, v, only, n_only, list);
 	else
@@ -554,7 +608,7 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float
 		if (only && w->tile_n[qt] == 0)
 			continue;
 		if (list)
-			fwd_query_tile_list(plan, p0, p1, qt, nq, w, only != NULL);
+			fwd_query_tile_list(plan, b, qt, nq, w, only != NULL);
 		else
 			fwd_query_tile(plan, p0, p1, qt, nq, w, only != NULL);
 	}
