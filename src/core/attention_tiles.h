@@ -451,14 +451,20 @@ fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict
 	for (int j = 0; j < n; j++)
 		l += sc[j];
 	inv = 1.0f / l;
-	/* a column block at a time, its sum in a register over the keys */
+	/* a column block at a time, its sum in registers over the keys: four
+	 * sums (keys j mod 4) so that the FMAs' latency is not a chain of n,
+	 * added in a fixed order */
 	for (int c = 0; c < dhp; c += VW)
 	{
-		vf acc = {};
+		vf  acc[4] = {};
+		int j = 0;
 
-		for (int j = 0; j < n; j++)
-			acc += sc[j] * VLOADU(V + koff[j] + c);
-		*(vfu *) (oi + c) = acc * inv;
+		for (; j + 4 <= n; j += 4)
+			for (int u = 0; u < 4; u++)
+				acc[u] += sc[j + u] * VLOADU(V + koff[j + u] + c);
+		for (; j < n; j++)
+			acc[j % 4] += sc[j] * VLOADU(V + koff[j] + c);
+		*(vfu *) (oi + c) = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * inv;
 	}
 	return mx + logf(l);
 }
