@@ -55,6 +55,10 @@ typedef int32_t vi __attribute__((vector_size(VW * 4)));
 static const int32_t lane_bit[T] __attribute__((aligned(64))) = {
 	1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
 
+/* lane jj's index, for a lane mask by position */
+static const int32_t lane_idx[T] __attribute__((aligned(64))) = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 /* lanes c .. c + VW - 1 of a tile whose bit is set in the mask word m */
 #define VMASK_BITS(m, c) ((((vi) {} + (int32_t) (m)) & *(const vi *) (lane_bit + (c))) != 0)
 
@@ -401,20 +405,13 @@ lanes_sum(const vf *a)
 #if VW == 4
 	w = (a[0] + a[2]) + (a[1] + a[3]);
 #else
-	v8f u;
-	v4f ul, uh;
 #if VW == 16
-	v8f lo, hi;
-
-	memcpy(&lo, a, sizeof lo);
-	memcpy(&hi, (const char *) a + sizeof lo, sizeof hi);
-	u = lo + hi;
+	v8f u = __builtin_shufflevector(a[0], a[0], 0, 1, 2, 3, 4, 5, 6, 7) +
+		__builtin_shufflevector(a[0], a[0], 8, 9, 10, 11, 12, 13, 14, 15);
 #else
-	u = a[0] + a[1];
+	v8f u = a[0] + a[1];
 #endif
-	memcpy(&ul, &u, sizeof ul);
-	memcpy(&uh, (const char *) &u + sizeof ul, sizeof uh);
-	w = ul + uh;
+	w = __builtin_shufflevector(u, u, 0, 1, 2, 3) + __builtin_shufflevector(u, u, 4, 5, 6, 7);
 #endif
 	return (w[0] + w[2]) + (w[1] + w[3]);
 }
@@ -423,12 +420,18 @@ static inline __attribute__((always_inline)) float
 fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict K, const float *restrict V,
 			 const int32_t *restrict koff, int n, float *restrict sc, int dhp)
 {
-	float mx = -INFINITY, l = 0.0f, inv;
+	const vi lane = *(const vi *) lane_idx;
+	vf       cur = VSPLAT(-INFINITY), lsum[T / VW] = {};
+	float    mx = -INFINITY, l, inv;
+	int      nb = (n + T - 1) / T * T;    /* the scores padded with -inf to whole tiles */
 
+	/* the scores, VW at a time into sc (a lane at a time in a register: a
+	 * wide load of scalar stores would wait for them) */
 	for (int j = 0; j < n; j++)
 	{
 		const float *kr = K + koff[j];
 		vf           a[T / VW];
+		float        sj;
 
 		for (int c = 0; c < T; c += VW)
 		{
@@ -436,35 +439,53 @@ fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict
 			for (int d = T; d < dhp; d += T)
 				a[c / VW] += VLOADU(qi + d + c) * VLOADU(kr + d + c);
 		}
-		sc[j] = lanes_sum(a);
-		mx = sc[j] > mx ? sc[j] : mx;
+		sj = lanes_sum(a);
+		mx = sj > mx ? sj : mx;
+		cur = VSEL(lane == j % VW, VSPLAT(sj), cur);
+		if (j % VW == VW - 1)
+		{
+			VSTORE(sc + j + 1 - VW, cur);
+			cur = VSPLAT(-INFINITY);
+		}
 	}
-	for (int j = n; j % VW != 0; j++)
-		sc[j] = -INFINITY;
-	for (int j = 0; j < n; j += VW)
+	for (int j = n / VW * VW; j < nb; j += VW)
+	{
+		VSTORE(sc + j, cur);
+		cur = VSPLAT(-INFINITY);
+	}
+	/* exp(s - max) and their sum over 16 lanes, summed by lanes_sum */
+	for (int j = 0; j < nb; j += VW)
 	{
 		vf pv = VLOAD(sc + j) - mx;
 
 		vexp(&pv);
 		VSTORE(sc + j, pv);
+		lsum[(j % T) / VW] += pv;
 	}
-	for (int j = 0; j < n; j++)
-		l += sc[j];
+	l = lanes_sum(lsum);
 	inv = 1.0f / l;
 	/* a column block at a time, its sum in registers over the keys: four
 	 * sums (keys j mod 4) so that the FMAs' latency is not a chain of n,
 	 * added in a fixed order */
 	for (int c = 0; c < dhp; c += VW)
 	{
-		vf  acc[4] = {};
+		vf  a0 = {}, a1 = {}, a2 = {}, a3 = {};
 		int j = 0;
 
 		for (; j + 4 <= n; j += 4)
-			for (int u = 0; u < 4; u++)
-				acc[u] += sc[j + u] * VLOADU(V + koff[j + u] + c);
-		for (; j < n; j++)
-			acc[j % 4] += sc[j] * VLOADU(V + koff[j] + c);
-		*(vfu *) (oi + c) = ((acc[0] + acc[1]) + (acc[2] + acc[3])) * inv;
+		{
+			a0 += sc[j] * VLOADU(V + koff[j] + c);
+			a1 += sc[j + 1] * VLOADU(V + koff[j + 1] + c);
+			a2 += sc[j + 2] * VLOADU(V + koff[j + 2] + c);
+			a3 += sc[j + 3] * VLOADU(V + koff[j + 3] + c);
+		}
+		if (j < n)
+			a0 += sc[j] * VLOADU(V + koff[j] + c);
+		if (j + 1 < n)
+			a1 += sc[j + 1] * VLOADU(V + koff[j + 1] + c);
+		if (j + 2 < n)
+			a2 += sc[j + 2] * VLOADU(V + koff[j + 2] + c);
+		*(vfu *) (oi + c) = ((a0 + a1) + (a2 + a3)) * inv;
 	}
 	return mx + logf(l);
 }
