@@ -72,18 +72,21 @@ void attn_block_sparse_forward(float *out, float *lse,
 							   const float *q, const float *k, const float *v,
 							   const HwAttnPlan *plan, int H, int dh);
 
-/* The same on sequences [b0, b0 + nb) alone (inference: a chunk of
- * sequences whose q, k, v were just computed, still in cache): their rows
- * of out and lse, the bits of attn_block_sparse_forward's; the pointers are
- * the whole batch's. */
+/* The serving forward (inference) on sequences [b0, b0 + nb) alone (a
+ * chunk whose q, k, v were just computed, still in cache; 0 and B: the
+ * whole batch): their rows of out and lse, the same bits whatever the
+ * range; the pointers are the whole batch's.  On the column, outbound and
+ * inbound masks each query computes its allowed keys alone (by lists: a
+ * query there reads a few keys of each tile it visits), on the full mask
+ * the tiles; within fp32 rounding of attn_block_sparse_forward. */
 void attn_block_sparse_forward_seqs(float *out, float *lse,
 									const float *q, const float *k, const float *v,
 									const HwAttnPlan *plan, int b0, int nb, int H, int dh);
 
 /* Forward of one query cell per batch element (inference: only the target
  * cell's row reaches the heads): out[b, :] (=) [B, H*dh] row cell[b] (a flat
- * index b*S + position) of what attn_block_sparse_forward writes, bit for
- * bit; q [B, H*dh] holds those cells' query rows, k and v are whole. */
+ * index b*S + position) of what the serving forward (_seqs) writes, bit
+ * for bit; q [B, H*dh] holds those cells' query rows, k and v are whole. */
 void attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v,
 									const HwAttnPlan *plan, const int32_t *cell, int H, int dh);
 
@@ -92,7 +95,7 @@ void attn_block_sparse_forward_rows(float *out, const float *q, const float *k, 
  * off[b+1]) (flat b*S + position, distinct, off [B+1] host memory; NULL:
  * cell[b] alone, as attn_block_sparse_forward_rows); out and q hold their
  * rows [n, H*dh] in the list's order; each out row is the bits of what
- * attn_block_sparse_forward writes for that cell; k and v are whole. */
+ * the serving forward (_seqs) writes for that cell; k and v are whole. */
 void attn_block_sparse_forward_cells(float *out, const float *q, const float *k, const float *v,
 									 const HwAttnPlan *plan, const int32_t *off, const int32_t *cell, int H, int dh);
 

@@ -300,15 +300,19 @@ typedef struct HwBackendOps
 	 * untouched; the caller runs gemm instead. */
 	bool  (*gemm_bf16_any)(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda,
 						   const float *B, int ldb, float beta, float *C, int ldc);
-	/* attn_forward on sequences [b0, b0 + nb) alone (inference: a chunk
-	 * whose q, k, v are still in cache): their rows of out and lse, the
-	 * bits of attn_forward's; the pointers are the whole batch's.  NULL:
-	 * the model runs attn_forward on the whole batch. */
+	/* The serving forward (attention.h attn_block_sparse_forward_seqs) on
+	 * sequences [b0, b0 + nb) alone (a chunk whose q, k, v are still in
+	 * cache; 0 and B: the whole batch): their rows of out and lse, the
+	 * same bits whatever the range, within fp32 rounding of attn_forward's;
+	 * the pointers are the whole batch's.  NULL: the model runs
+	 * attn_forward on the whole batch. */
 	void  (*attn_forward_seqs)(HwBackend *be, float *out, float *lse, const float *q, const float *k,
 							   const float *v, const void *plan, int b0, int nb, int H, int dh);
 	/* Attention of one query cell per sequence (inference): out[B, H*dh]
-	 * (=) rows cell[b] (device int32, flat b*S + position) of attn_forward's
-	 * out, bit for bit; q [B, H*dh] those cells' query rows, k, v [N, H*dh].
+	 * (=) rows cell[b] (device int32, flat b*S + position) of the serving
+	 * forward's out (attn_forward_seqs where the backend has it, else
+	 * attn_forward), bit for bit; q [B, H*dh] those cells' query rows, k, v
+	 * [N, H*dh].
 	 * NULL: the model runs attn_forward and gathers. */
 	void  (*attn_forward_rows)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
 							   const void *plan, const int32_t *cell, int H, int dh);
@@ -316,7 +320,8 @@ typedef struct HwBackendOps
 	 * attn_block_sparse_forward_cells): sequence b's cells cell[off[b] ..
 	 * off[b+1]) (off [B+1] HOST, cell DEVICE int32, flat b*S + position);
 	 * out and q [n, H*dh] their rows in that order, each out row the bits of
-	 * attn_forward's.  NULL: no receptive-field pruning. */
+	 * the serving forward's (as attn_forward_rows).  NULL: no receptive-field
+	 * pruning. */
 	void  (*attn_forward_cells)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
 								const void *plan, const int32_t *off, const int32_t *cell, int H, int dh);
 } HwBackendOps;
