@@ -496,9 +496,10 @@ fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict
  * sequence's permuted -> original), the original rows of head h in [S,H,dh]
  * (read where they lie); returns their number */
 static inline __attribute__((always_inline)) int
-query_keys(const HwAttnPlan *plan, int b, int p, AttnWork *w, const int32_t *perm, int H, int h, int dh, int stride)
+query_keys(const HwAttnPlan *plan, int b, int p, AttnWork *w, const int32_t *perm, int H, int h, int dh, int stride,
+		   int *ntiles)
 {
-	int     nt = plan->nt, qt = p / T, ii = p % T, n = 0;
+	int     nt = plan->nt, qt = p / T, ii = p % T, n = 0, tiles = 0;
 	int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
 
 	for (int64_t pr = p0; pr < p1; pr++)
@@ -506,6 +507,7 @@ query_keys(const HwAttnPlan *plan, int b, int p, AttnWork *w, const int32_t *per
 		uint32_t mk = plan->mask[pr * T + ii];
 		int      base = plan->ktile[pr] * T;
 
+		tiles += mk != 0;
 		for (; mk; mk &= mk - 1)
 		{
 			int kp = base + __builtin_ctz(mk);
@@ -513,6 +515,7 @@ query_keys(const HwAttnPlan *plan, int b, int p, AttnWork *w, const int32_t *per
 			w->kidx[n++] = perm ? (perm[kp] * H + h) * dh : kp * stride;
 		}
 	}
+	*ntiles = tiles;
 	return n;
 }
 
@@ -525,14 +528,72 @@ fwd_query_tile_list(const HwAttnPlan *plan, int b, int qt, int nq, AttnWork *w, 
 
 	for (int ii = 0; ii < nq; ii++)
 	{
-		int n;
+		int n, tiles;
 
 		if (listed && !w->qsel[qt * T + ii])
 			continue;
-		n = query_keys(plan, b, qt * T + ii, w, NULL, 0, 0, 0, dhp);
+		n = query_keys(plan, b, qt * T + ii, w, NULL, 0, 0, 0, dhp, &tiles);
 		w->lse[qt * T + ii] = fwd_row_list(w->o + (int64_t) (qt * T + ii) * dhp, w->q + (int64_t) (qt * T + ii) * dhp,
 										   w->kt, w->v, w->kidx, n, w->sc, dhp);
 	}
+}
+
+/* a row of the direct list kernel that reads more than LIST_MAX_PER_TILE
+ * keys per visited tile on average runs by tiles instead: a list pays a
+ * 16-lane reduction per key, a tile 16 keys in dh FMAs.  The choice is by
+ * the row's own masks, so its bits never depend on the batch.  On the
+ * synthetic base-preset sequences (dense columns) lists alone served 0.6
+ * of the tiles' rows/s, with this 0.9; 5 and 8 cost the demo shop's
+ * sparse rows more */
+#define LIST_MAX_PER_TILE 11
+
+/* key tile kt of sequence b, head h as a K^T tile and V rows in the work
+ * buffers, once per (b, h) (w->ktile_need marks those built; cleared by
+ * the caller) */
+static inline __attribute__((always_inline)) void
+tile_built(AttnWork *w, int kt, const int32_t *perm, int S, const float *k, const float *v, int H, int h, int dh)
+{
+	int dhp = w->dhp;
+
+	if (w->ktile_need[kt])
+		return;
+	w->ktile_need[kt] = 1;
+	for (int p = kt * T; p < S && p < kt * T + T; p++)
+	{
+		int64_t off = ((int64_t) perm[p] * H + h) * dh;
+
+		row_copy(w->v + (int64_t) p * dhp, v + off, dh);
+		kt_column(w->kt + (int64_t) kt * dhp * T + (p % T), k + off, dh);
+	}
+}
+
+/* query p of sequence b by tiles (fwd_row_tile over the key tiles its row
+ * visits, built on demand) into oi [dh]; returns its lse */
+static inline __attribute__((always_inline)) float
+fwd_row_dense(float *restrict oi, const float *restrict qi, const HwAttnPlan *plan, int b, int p, AttnWork *w,
+			  const int32_t *perm, const float *k, const float *v, int H, int h, int dh)
+{
+	int     S = plan->S, nt = plan->nt, qt = p / T, ii = p % T, dhp = w->dhp;
+	int64_t p0 = plan->qptr[(int64_t) b * nt + qt], p1 = plan->qptr[(int64_t) b * nt + qt + 1];
+	float  *o = w->o, *qa = w->q;   /* this row's output and q, aligned [dhp] */
+	float   m = -INFINITY, l = 0.0f, inv;
+
+	row_copy(qa, qi, dh);
+	memset(o, 0, sizeof(float) * dhp);
+	for (int64_t pr = p0; pr < p1; pr++)
+	{
+		uint16_t mk = plan->mask[pr * T + ii];
+		int      kt = plan->ktile[pr];
+
+		if (mk == 0)
+			continue;
+		tile_built(w, kt, perm, S, k, v, H, h, dh);
+		fwd_row_tile(o, &m, &l, qa, w->kt + (int64_t) kt * dhp * T, w->v + (int64_t) kt * T * dhp, mk, dhp);
+	}
+	inv = 1.0f / l;
+	for (int d = 0; d < dh; d++)
+		oi[d] = o[d] * inv;
+	return m + logf(l);
 }
 
 /*
@@ -554,14 +615,17 @@ fwd_head_list_direct(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWo
 	{
 		/* query i: row i of the sequence, or the list's i-th (its q and out
 		 * rows the list's i-th) */
-		int     pos = only ? only[i] - b * S : i;
+		int     pos = only ? only[i] - b * S : i, tiles;
 		int64_t row = (int64_t) i * D + h * dh;
-		int     n = query_keys(plan, b, iperm[pos], w, perm, H, h, dh, 0);
-		float   l = fwd_row_list(out + row, q + row, k, v, w->kidx, n, w->sc, dh);
+		int     n = query_keys(plan, b, iperm[pos], w, perm, H, h, dh, 0, &tiles);
+		float   l = n > LIST_MAX_PER_TILE * tiles ?
+			fwd_row_dense(out + row, q + row, plan, b, iperm[pos], w, perm, k, v, H, h, dh) :
+			fwd_row_list(out + row, q + row, k, v, w->kidx, n, w->sc, dh);
 
 		if (!only)
 			lse[i] = l;
 	}
+	memset(w->ktile_need, 0, plan->nt);
 }
 
 /* query tile qt's rows by the tile kernel: every visited key tile with
