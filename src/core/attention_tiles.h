@@ -382,17 +382,6 @@ gather_fwd_listed(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork 
 	gather_fwd_tiles(w->kt, w->v, k, v, plan->perm + (int64_t) b * S, w->ktile_need, S, nt, H, h, dh, dhp, krows);
 }
 
-/*
- * One query row against its allowed keys as a list (the list kernel): the
- * scores of the n keys whose rows start at K + koff[j] (dhp floats, pads
- * zero; V's rows at the same offsets), their softmax and the weighted sum
- * of their V rows into oi [dhp]; returns the row's lse.  sc holds n scores, padded to whole
- * vectors.  A score is a dot product over 16 lanes summed by tile_sum, the
- * sums in key order, so every build with FMA computes the same bits.  On
- * the sparse masks a query reads a few keys of each tile it visits (the
- * small preset's sampled sequences: ~6 of the ~40 lanes of its tiles), and
- * the tile kernel pays all 16 lanes of each.
- */
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 
@@ -416,6 +405,18 @@ lanes_sum(const vf *a)
 	return (w[0] + w[2]) + (w[1] + w[3]);
 }
 
+/*
+ * One query row against its allowed keys as a list (the list kernel): the
+ * scores of the n keys whose rows start at K + koff[j] (dhp floats, pads
+ * zero; V's rows at the same offsets), their softmax and the weighted sum
+ * of their V rows into oi [dhp]; returns the row's lse.  sc [n rounded up
+ * to 16] holds the scores, then their exponentials.  A score is a dot
+ * product over 16 lanes summed by lanes_sum, the sums in key order, so
+ * every build with FMA computes the same bits.  On the sparse masks a
+ * query reads a few keys of each tile it visits (the small preset's
+ * sampled sequences: ~6 of the ~40 lanes of its tiles), and the tile
+ * kernel pays all 16 lanes of each.
+ */
 static inline __attribute__((always_inline)) float
 fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict K, const float *restrict V,
 			 const int32_t *restrict koff, int n, float *restrict sc, int dhp)
@@ -538,7 +539,8 @@ fwd_query_tile_list(const HwAttnPlan *plan, int b, int qt, int nq, AttnWork *w, 
 	}
 }
 
-/* a row of the direct list kernel that reads more than LIST_MAX_PER_TILE
+/* a row of the direct list kernel (dh a multiple of 16; the gathered one
+ * keeps K as rows only and lists every row) that reads more than LIST_MAX_PER_TILE
  * keys per visited tile on average runs by tiles instead: a list pays a
  * 16-lane reduction per key, a tile 16 keys in dh FMAs.  The choice is by
  * the row's own masks, so its bits never depend on the batch.  On the
