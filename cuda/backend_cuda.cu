@@ -113,8 +113,6 @@ hw_cuda_backend_check_table(HwError *err)
 									   offsetof(HwBackendOps, gemm_f32_packed),
 									   offsetof(HwBackendOps, bf16_weight_pack), offsetof(HwBackendOps, bf16_weight_free),
 									   offsetof(HwBackendOps, gemm_bf16), offsetof(HwBackendOps, gemm_bf16_any),
-									   offsetof(HwBackendOps, gemm_bf16_rows), offsetof(HwBackendOps, rmsnorm_forward_bf16),
-									   offsetof(HwBackendOps, swiglu_forward_bf16),
 									   offsetof(HwBackendOps, attn_forward_seqs),
 									   offsetof(HwBackendOps, attn_forward_rows), offsetof(HwBackendOps, attn_forward_cells),
 									   offsetof(HwBackendOps, gemm_rows_ragged), offsetof(HwBackendOps, scatter_rows) };

@@ -273,7 +273,6 @@ typedef struct RowTask
 	int          q_first, N;
 	const float *A;
 	int          lda;
-	const uint16_t *A16;       /* or A's rows already in bf16 ([M, 2*kp], gemm_bf16_rows) */
 	bool         transA;
 	int          kcp;          /* pairs of K per block of the sum */
 	bool         amx;          /* the blocks on AMX tiles (backend_cpu_amx.c) */
@@ -289,18 +288,14 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 	int    kp = w->kp;
 	size_t pstride = (size_t) kp * 2 * PANEL;
 
-	/* op(A)'s rows in bf16 pairs: the caller's, or converted here */
-	const uint16_t *arows = t->A16 ? t->A16 + (size_t) m0 * 2 * kp : abuf;
-
-	if (!t->transA && !t->A16)
+	if (!t->transA)
 		convert_rows(abuf, t->A + (size_t) m0 * t->lda, t->lda, mb, w->K, kp);
 	if (t->amx)
 	{
-		/* the tiles read whole 16-row groups: the rows past mb are zeros
-		 * here (the caller's past M are readable: a row's sums are its own) */
+		/* the tiles read whole 16-row groups: the rows past mb are zeros */
 		int mpad = (mb + 15) / 16 * 16;
 
-		if (!t->transA && !t->A16)
+		if (!t->transA)
 			memset(abuf + (size_t) mb * 2 * kp, 0, (size_t) (mpad - mb) * 2 * kp * sizeof(uint16_t));
 		for (int p0 = 0; p0 < kp; p0 += t->kcp)
 		{
@@ -311,7 +306,7 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 				convert_cols_rowmajor(abuf, t->A, t->lda, m0, mb, w->K, p0, p0 + kcn);
 				memset(abuf + (size_t) mb * 2 * kcn, 0, (size_t) (mpad - mb) * 2 * kcn * sizeof(uint16_t));
 			}
-			cpu_amx_block(t->transA ? abuf : arows + 2 * (size_t) p0, t->transA ? kcn : kp, mb,
+			cpu_amx_block(t->transA ? abuf : abuf + 2 * (size_t) p0, t->transA ? kcn : kp, mb,
 						  w->w + (t->q_first + q_lo) * pstride + (size_t) p0 * 2 * PANEL, pstride, kcn, q_hi - q_lo,
 						  t->N - q_lo * PANEL, t->C + (size_t) m0 * t->ldc + q_lo * PANEL, t->ldc,
 						  p0 == 0 ? t->beta : 1.0f);
@@ -322,7 +317,7 @@ gemm_row_block(const RowTask *t, int m0, int mb, int q_lo, int q_hi, uint16_t *a
 	{
 		int             kcn = kp - p0 < t->kcp ? kp - p0 : t->kcp;
 		float           beta = p0 == 0 ? t->beta : 1.0f;
-		const uint16_t *a = t->transA ? abuf : arows + 2 * (size_t) p0;
+		const uint16_t *a = t->transA ? abuf : abuf + 2 * (size_t) p0;
 		size_t          rs = t->transA ? 1 : (size_t) kp, ps = t->transA ? ROWBLK : 1;
 
 		if (t->transA)
@@ -371,12 +366,12 @@ pack_rows_kn(uint16_t *dst, const float *B, int ldb, int N, int K, int kp, int n
  * groups; an element's sum is the same whichever task computes it).
  * false: no memory for the converted rows (C untouched). */
 static bool
-gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const float *A, int lda,
-			const uint16_t *A16, bool transA, int kcp, float beta, float *C, int ldc)
+gemm_packed(HwBackend *be, const CpuBf16Weight *w, int n0, int M, int N, const float *A, int lda, bool transA,
+			int kcp, float beta, float *C, int ldc)
 {
 	/* AMX where the machine has it and K's pairs fill whole tiles: a choice
 	 * by the weight's shape, never by M (a row's bits never depend on M) */
-	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .A16 = A16, .transA = transA, .kcp = kcp,
+	RowTask t = {.w = w, .q_first = n0 / PANEL, .N = N, .A = A, .lda = lda, .transA = transA, .kcp = kcp,
 				 .amx = w->kp % 16 == 0 && kcp % 16 == 0 && cpu_amx_usable(be),
 				 .beta = beta, .C = C, .ldc = ldc};
 	int     nblk = (M + ROWBLK - 1) / ROWBLK, nt = cpu_nthreads(be), npan = (N + PANEL - 1) / PANEL;
@@ -415,21 +410,7 @@ cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const
 	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
 		return;
 	/* out of memory: NaN rows, so the model stops with a numeric error */
-	if (!gemm_packed(be, w, n0, M, N, A, lda, NULL, false, w->kp, beta, C, ldc))
-		for (int i = 0; i < M; i++)
-			for (int j = 0; j < N; j++)
-				C[(size_t) i * ldc + j] = NAN;
-}
-
-void
-cpu_gemm_bf16_rows(HwBackend *be, int M, int N, int K, const uint16_t *A16, const void *packed, int n0, float beta,
-				   float *C, int ldc)
-{
-	const CpuBf16Weight *w = packed;
-
-	if (M <= 0 || N <= 0 || !w || w->K != K || n0 < 0 || n0 % PANEL != 0 || n0 + N > w->N)
-		return;
-	if (!gemm_packed(be, w, n0, M, N, NULL, 0, A16, false, w->kp, beta, C, ldc))
+	if (!gemm_packed(be, w, n0, M, N, A, lda, false, w->kp, beta, C, ldc))
 		for (int i = 0; i < M; i++)
 			for (int j = 0; j < N; j++)
 				C[(size_t) i * ldc + j] = NAN;
@@ -450,7 +431,7 @@ cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, 
 		pack_panels(w.w, B, ldb, 1, N, K, w.kp, w.np, nt);
 	else
 		pack_rows_kn(w.w, B, ldb, N, K, w.kp, w.np, nt);
-	return gemm_packed(be, &w, 0, M, N, A, lda, NULL, transA, KCP, beta, C, ldc);
+	return gemm_packed(be, &w, 0, M, N, A, lda, transA, KCP, beta, C, ldc);
 }
 #else
 void
@@ -458,13 +439,6 @@ cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const
 			  float *C, int ldc)
 {
 	/* never called: cpu_bf16_weight_pack returns NULL without AVX512_BF16 */
-}
-
-void
-cpu_gemm_bf16_rows(HwBackend *be, int M, int N, int K, const uint16_t *A16, const void *packed, int n0, float beta,
-				   float *C, int ldc)
-{
-	/* never called, as cpu_gemm_bf16 */
 }
 
 bool

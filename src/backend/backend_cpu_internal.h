@@ -21,22 +21,6 @@
 #define SIMD_CLONES
 #endif
 
-/* f's bf16 bits as the bf16 products round their fp32 rows (AVX512_BF16's
- * VCVTNEPS2BF16): to nearest even, a subnormal to a zero of its sign, a
- * NaN quiet.  Plain integer arithmetic, so `omp simd` loops of any build
- * vectorise it: the producers of bf16 rows (backend.h rmsnorm_forward_bf16,
- * swiglu_forward_bf16) round as they store. */
-static inline uint16_t
-cpu_bf16_bits(float f)
-{
-	union { float f; uint32_t u; } v = {.f = f};
-	uint32_t u = v.u, r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-
-	r = (u & 0x7f800000u) == 0 ? (u >> 16) & 0x8000u : r;
-	r = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r;
-	return (uint16_t) r;
-}
-
 typedef struct CpuCtx
 {
 	float  *scratch;               /* partial sums of reductions */
@@ -74,7 +58,6 @@ bool  cpu_bf16_usable(HwBackend *be);
 void *cpu_bf16_weight_pack(HwBackend *be, const float *W, int N, int K);
 void  cpu_bf16_weight_free(HwBackend *be, void *packed);
 void  cpu_gemm_bf16(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed, int n0, float beta, float *C, int ldc);
-void  cpu_gemm_bf16_rows(HwBackend *be, int M, int N, int K, const uint16_t *A16, const void *packed, int n0, float beta, float *C, int ldc);
 bool  cpu_gemm_bf16_any(HwBackend *be, bool transA, bool transB, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* backend_cpu_amx.c: AMX tiles usable by this backend now; C rows [0, mb)
  * x panels [0, np) (= or beta*C +) bf16 rows a (row i's pairs at a + 2*i*rs,
@@ -86,7 +69,6 @@ void  cpu_amx_block(const uint16_t *a, size_t rs, int mb, const uint16_t *b, siz
 					float *C, int ldc, float beta);
 /* backend_cpu_norm.c */
 void cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D);
-void cpu_rmsnorm_forward_bf16(HwBackend *be, uint16_t *out, float *rstd, const float *x, const float *g, int N, int D);
 void cpu_rmsnorm_backward(HwBackend *be, float *dx, float *dg, const float *dout, const float *x, const float *rstd, const float *g, int N, int D);
 void cpu_encoder_forward(HwBackend *be, float *e, const HwEncInputs *in, const HwEncWeights *w, int N, int D);
 void cpu_encoder_backward(HwBackend *be, const HwEncGrads *g, const float *de, const HwEncInputs *in, int N, int D, int ncols, int Uc, int U);
@@ -96,7 +78,6 @@ void cpu_qknorm_backward(HwBackend *be, float *dqkvg, float *dtau, const float *
 void cpu_gate_residual_forward(HwBackend *be, float *xout, const float *xin, const float *gp, int ld, const float *o, int N, int D);
 void cpu_gate_residual_backward(HwBackend *be, float *dgp, int ld, float *dO, const float *dx, const float *gp, const float *o, int N, int D);
 void cpu_swiglu_forward(HwBackend *be, float *h, const float *gu, int N, int F);
-void cpu_swiglu_forward_bf16(HwBackend *be, uint16_t *h, const float *gu, int N, int F);
 void cpu_swiglu_backward(HwBackend *be, float *dgu, const float *dh, const float *gu, int N, int F);
 void cpu_loss_forward_backward(HwBackend *be, float *loss, float *dZ, float *dlogits, const float *Z, const float *logits, const HwLossTargets *t, int stype, int B, int D, int K, float scale);
 void cpu_adamw_update(HwBackend *be, float *p, float *m, float *v, const float *grad, size_t n, float gscale, float lr, float b1, float b2, float eps, float wd, int t);

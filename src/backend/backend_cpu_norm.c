@@ -18,40 +18,6 @@
 
 /* ---------------------------------------------------------------- RMSNorm */
 
-/* rows [n0, n1) of rmsnorm_forward into out (fp32) or, out16 given, as
- * bf16 bits (cpu_bf16_bits of the same fp32 values) */
-static inline __attribute__((always_inline)) void
-rmsnorm_rows(float *out, uint16_t *out16, float *rstd, const float *x, const float *g, int n0, int n1, int D)
-{
-	for (int n = n0; n < n1; n++)
-	{
-		const float *xr = x + (size_t) n * D;
-		float        ss = 0, r;
-
-#pragma omp simd reduction(+:ss)
-		for (int d = 0; d < D; d++)
-			ss += xr[d] * xr[d];
-		r = 1.0f / sqrtf(ss / D + 1e-6f);
-		rstd[n] = r;
-		if (out16)
-		{
-			uint16_t *o = out16 + (size_t) n * D;
-
-#pragma omp simd
-			for (int d = 0; d < D; d++)
-				o[d] = cpu_bf16_bits((1.0f + g[d]) * xr[d] * r);
-		}
-		else
-		{
-			float *o = out + (size_t) n * D;
-
-#pragma omp simd
-			for (int d = 0; d < D; d++)
-				o[d] = (1.0f + g[d]) * xr[d] * r;
-		}
-	}
-}
-
 SIMD_CLONES void
 cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, const float *g, int N, int D)
 {
@@ -59,15 +25,20 @@ cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, cons
 	 * rows at a time (model_infer.c, chunk_rows) */
 #pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 16384)
 	for (int n = 0; n < N; n++)
-		rmsnorm_rows(out, NULL, rstd, x, g, n, n + 1, D);
-}
+	{
+		const float *xr = x + (size_t) n * D;
+		float       *o = out + (size_t) n * D;
+		float        ss = 0, r;
 
-SIMD_CLONES void
-cpu_rmsnorm_forward_bf16(HwBackend *be, uint16_t *out, float *rstd, const float *x, const float *g, int N, int D)
-{
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * D > 16384)
-	for (int n = 0; n < N; n++)
-		rmsnorm_rows(NULL, out, rstd, x, g, n, n + 1, D);
+#pragma omp simd reduction(+:ss)
+		for (int d = 0; d < D; d++)
+			ss += xr[d] * xr[d];
+		r = 1.0f / sqrtf(ss / D + 1e-6f);
+		rstd[n] = r;
+#pragma omp simd
+		for (int d = 0; d < D; d++)
+			o[d] = (1.0f + g[d]) * xr[d] * r;
+	}
 }
 
 SIMD_CLONES void

@@ -71,45 +71,19 @@ cpu_gate_residual_backward(HwBackend *be, float *dgp, int ld, float *dO, const f
 		}
 }
 
-/* row n of swiglu_forward into h (fp32) or, h16 given, as bf16 bits
- * (cpu_bf16_bits of the same fp32 values) */
-static inline __attribute__((always_inline)) void
-swiglu_row(float *h, uint16_t *h16, const float *gu, int n, int F)
-{
-	const float *g = gu + (size_t) n * 2 * F, *u = g + F;
-
-	if (h16)
-	{
-		uint16_t *hr = h16 + (size_t) n * F;
-
-#pragma omp simd
-		for (int f = 0; f < F; f++)
-			hr[f] = cpu_bf16_bits(g[f] * sigm(g[f]) * u[f]);
-	}
-	else
-	{
-		float *hr = h + (size_t) n * F;
-
-#pragma omp simd
-		for (int f = 0; f < F; f++)
-			hr[f] = g[f] * sigm(g[f]) * u[f];
-	}
-}
-
 SIMD_CLONES void
 cpu_swiglu_forward(HwBackend *be, float *h, const float *gu, int N, int F)
 {
 #pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * F > 16384)
 	for (int n = 0; n < N; n++)
-		swiglu_row(h, NULL, gu, n, F);
-}
+	{
+		const float *g = gu + (size_t) n * 2 * F, *u = g + F;
+		float       *hr = h + (size_t) n * F;
 
-SIMD_CLONES void
-cpu_swiglu_forward_bf16(HwBackend *be, uint16_t *h, const float *gu, int N, int F)
-{
-#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) N * F > 16384)
-	for (int n = 0; n < N; n++)
-		swiglu_row(NULL, h, gu, n, F);
+#pragma omp simd
+		for (int f = 0; f < F; f++)
+			hr[f] = g[f] * sigm(g[f]) * u[f];
+	}
 }
 
 SIMD_CLONES void

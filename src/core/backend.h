@@ -281,24 +281,6 @@ typedef struct HwBackendOps
 	void  (*bf16_weight_free)(HwBackend *be, void *packed);
 	void  (*gemm_bf16)(HwBackend *be, int M, int N, int K, const float *A, int lda, const void *packed,
 					   int n0, float beta, float *C, int ldc);
-	/* The same products on rows already in bf16, and the two producers of
-	 * such rows (the CPU backend where gemm_bf16 runs; NULL elsewhere: the
-	 * model keeps fp32 rows).  Why: rounding A to bf16 inside gemm_bf16 is
-	 * a pass over fp32 rows that costs the served forward a third of the
-	 * AMX products' time; a producer that writes its rows in bf16 rounds
-	 * them as it makes them.  A16 [M, Ke] bf16 bits, Ke = K rounded up to
-	 * even (the pad column zero), row stride Ke; rows M .. M rounded up to
-	 * 16 must be readable (their values reach no output).  gemm_bf16_rows:
-	 * C's bits are gemm_bf16's on any fp32 rows that round to A16.
-	 * rmsnorm_forward_bf16 / swiglu_forward_bf16: rmsnorm_forward /
-	 * swiglu_forward (rstd in fp32) with out / h written as bf16 rounded as
-	 * gemm_bf16 rounds A (to nearest even, subnormals to zero): the bits
-	 * of rounding their fp32 outputs (a NaN a NaN, its sign aside). */
-	void  (*gemm_bf16_rows)(HwBackend *be, int M, int N, int K, const uint16_t *A16, const void *packed, int n0,
-							float beta, float *C, int ldc);
-	void  (*rmsnorm_forward_bf16)(HwBackend *be, uint16_t *out, float *rstd, const float *x, const float *g, int N,
-								  int D);
-	void  (*swiglu_forward_bf16)(HwBackend *be, uint16_t *h, const float *gu, int N, int F);
 	/* The served model's fp32 GEMMs on weights packed once (the CPU
 	 * backend; f32_weight_pack returns NULL where the processor has neither
 	 * AVX-512 nor AVX2 and FMA): the same contract as bf16_weight_pack /

@@ -97,12 +97,6 @@ layout_activations(HwModel *m, HwArena *a)
 	m->datt = hw_arena_floats(a, N * D);
 	m->dO = hw_arena_floats(a, N * D);
 	m->hbuf = hw_arena_floats(a, N * F);
-	if (m->frozen && m->be->ops->gemm_bf16_rows)
-	{
-		/* 16 rows more: the tiles read a last group of 16 rows whole */
-		m->xn16 = hw_arena_bytes(a, (size_t) (N + 16) * D * sizeof(uint16_t));
-		m->h16 = hw_arena_bytes(a, (size_t) (N + 16) * F * sizeof(uint16_t));
-	}
 	m->dhbuf = hw_arena_floats(a, N * F);
 	m->dx = hw_arena_floats(a, N * D);
 	m->de = hw_arena_floats(a, N * D);

@@ -181,17 +181,6 @@ chunk_rows(const HwModel *m)
 	return m->pk ? INFER_CHUNK_ROWS : m->N;
 }
 
-/* Do the packed products take their rows in bf16 from the norm and the
- * SwiGLU that make them (backend.h gemm_bf16_rows)?  On bf16 weights where
- * the backend can: the same bits as the product rounding fp32 rows, without
- * its pass over them (a third of the AMX products' time on the served
- * forward). */
-static bool
-rows16(const HwModel *m)
-{
-	return m->pk && m->pk_bf16 && m->xn16 && m->D % 2 == 0 && m->F % 2 == 0;
-}
-
 /* sublayer a's attention (plan s) on sequences [b0, b0 + nb): the
  * backend's serving forward where it has one (on the CPU the sparse masks'
  * list kernel, whose bits the target rows and cell lists share), else the
@@ -226,16 +215,8 @@ infer_attention_sequences(HwModel *m, int l, int s, int b0, int nb, float *xout)
 	int                 D = m->D, S = m->S, H = m->H, r0 = b0 * S, n = nb * S;
 	size_t              rd = (size_t) r0 * D;
 
-	if (rows16(m))
-	{
-		o->rmsnorm_forward_bf16(be, m->xn16, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
-		o->gemm_bf16_rows(be, n, 4 * D, D, m->xn16, m->pk[PK_W4(m, l, s)], 0, 0.0f, a->qkvg, 4 * D);
-	}
-	else
-	{
-		o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
-		layer_gemm(m, PK_W4(m, l, s), nb, S, 0, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
-	}
+	o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
+	layer_gemm(m, PK_W4(m, l, s), nb, S, 0, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 	o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
 					  a->qkvg, P(p->tau), n, H, m->dh);
 	serving_attention(m, s, a, b0, nb);
@@ -496,53 +477,34 @@ infer_last_attention(HwModel *m, int l, int s)
 	o->gate_residual_forward(be, m->dkn, xin_t, tq + 3 * D, 4 * D, o_t, B, D);
 }
 
-/* xout [n,D] = xin + the FFN of layer l of xin [n,D] on packed weights, in
- * one pass (rstd [n]): [gate|up] and hidden rows in the first rows of qkvg
- * and hbuf, or with bf16 rows (rows16) the normed and hidden rows in bf16 */
+/* xout [R,D] = xin + the FFN of layer l of xin [R,D], on packed weights, a
+ * chunk of rows at a time (chunk_rows): a chunk's [gate|up] and hidden rows
+ * in the first rows of qkvg and hbuf */
 static void
-ffn_rows_packed(HwModel *m, int l, int n, float *rstd, const float *xin, float *xout)
+ffn_rows_chunked(HwModel *m, int l, int R, const float *xin, float *xout)
 {
 	HwBackend          *be = m->be;
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->fa[l];
 	FfnParams          *p = &m->fp[l];
-	int                 D = m->D, F = m->F;
-
-	if (rows16(m))
-	{
-		o->rmsnorm_forward_bf16(be, m->xn16, rstd, xin, P(p->norm_g), n, D);
-		o->gemm_bf16_rows(be, n, 2 * F, D, m->xn16, m->pk[PK_WGU(m, l)], 0, 0.0f, a->qkvg, 2 * F);
-		o->swiglu_forward_bf16(be, m->h16, a->qkvg, n, F);
-		o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) n * D);
-		o->gemm_bf16_rows(be, n, D, F, m->h16, m->pk[PK_W2(m, l)], 0, 1.0f, xout, D);
-		return;
-	}
-	o->rmsnorm_forward(be, m->xn, rstd, xin, P(p->norm_g), n, D);
-	packed_gemm(m, PK_WGU(m, l), n, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
-	o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
-	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) n * D);
-	packed_gemm(m, PK_W2(m, l), n, 0, D, F, m->hbuf, F, 1.0f, xout, D);
-}
-
-/* xout [R,D] = xin + the FFN of layer l of xin [R,D], on packed weights, a
- * chunk of rows at a time (chunk_rows) */
-static void
-ffn_rows_chunked(HwModel *m, int l, int R, const float *xin, float *xout)
-{
-	int D = m->D, ch = chunk_rows(m);
+	int                 D = m->D, F = m->F, ch = chunk_rows(m);
 
 	for (int r0 = 0; r0 < R; r0 += ch)
 	{
 		int    n = R - r0 < ch ? R - r0 : ch;
 		size_t rd = (size_t) r0 * D;
 
-		ffn_rows_packed(m, l, n, m->fa[l].rstd + r0, xin + rd, xout + rd);
+		o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin + rd, P(p->norm_g), n, D);
+		packed_gemm(m, PK_WGU(m, l), n, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
+		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
+		o->memcpy_d2d(be, xout + rd, xin + rd, sizeof(float) * (size_t) n * D);
+		packed_gemm(m, PK_W2(m, l), n, 0, D, F, m->hbuf, F, 1.0f, xout + rd, D);
 	}
 }
 
 /* feed-forward sublayer of layer l; the last layer's runs on the B target
- * rows (m->dkn) and writes xt [B,D]; with packed weights in chunks of rows
- * (ffn_rows_chunked) */
+ * rows (m->dkn) and writes xt [B,D]; with packed weights the other layers'
+ * in chunks of rows (ffn_rows_chunked) */
 static void
 infer_ffn_sublayer(HwModel *m, int l)
 {
@@ -553,19 +515,20 @@ infer_ffn_sublayer(HwModel *m, int l)
 	int                 D = m->D, F = m->F, N = m->N, B = m->B;
 	bool                last = l == m->L - 1;
 	int                 R = last ? B : N;                         /* rows: all cells, or the B targets */
+	int                 ch = last ? R : chunk_rows(m);
 	const float        *xin = last ? m->dkn : a->x_in;          /* [R,D] */
 	float              *xout = last ? m->xt : l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
 
-	if (m->pk)
+	if (ch >= R)
 	{
-		ffn_rows_chunked(m, l, R, xin, xout);
+		o->rmsnorm_forward(be, m->xn, a->rstd, xin, P(p->norm_g), R, D);
+		layer_gemm(m, PK_WGU(m, l), B, R / B, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
+		o->swiglu_forward(be, m->hbuf, a->qkvg, R, F);
+		o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) R * D);
+		layer_gemm(m, PK_W2(m, l), B, R / B, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
 		return;
 	}
-	o->rmsnorm_forward(be, m->xn, a->rstd, xin, P(p->norm_g), R, D);
-	layer_gemm(m, PK_WGU(m, l), B, R / B, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
-	o->swiglu_forward(be, m->hbuf, a->qkvg, R, F);
-	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) R * D);
-	layer_gemm(m, PK_W2(m, l), B, R / B, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, xout, D);
+	ffn_rows_chunked(m, l, R, xin, xout);
 }
 
 /* the FFN of layer l (not the last) on stage k's cells into those rows of
@@ -577,7 +540,7 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->fa[l];
 	FfnParams          *p = &m->fp[l];
-	int                 D = m->D, F = m->F;
+	int                 D = m->D, F = m->F, ch = chunk_rows(m);
 	const int32_t      *off, *cell = stage_cells(m, k, &off);
 	int                 n = off[m->B];
 	bool                all = n == m->N;   /* every cell listed: no copies */
@@ -585,9 +548,7 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 
 	if (!all)
 		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
-	if (m->pk)
-		ffn_rows_chunked(m, l, n, xin_c, out_c);
-	else
+	if (ch >= n)
 	{
 		o->rmsnorm_forward(be, m->xn, a->rstd, xin_c, P(p->norm_g), n, D);
 		layer_gemm_cells(m, PK_WGU(m, l), off, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
@@ -595,6 +556,8 @@ infer_ffn_cells(HwModel *m, int l, int k, float *xout)
 		o->memcpy_d2d(be, out_c, xin_c, sizeof(float) * (size_t) n * D);
 		layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
 	}
+	else
+		ffn_rows_chunked(m, l, n, xin_c, out_c);
 	if (!all)
 		o->scatter_rows(be, xout, out_c, cell, n, D);
 }

@@ -107,10 +107,6 @@ struct HwModel
 	float        *x_final, *e, *rstd0;
 	/* scratch / activation grads */
 	float        *xn, *dxn, *dqkvg, *dqs, *dkn, *dv, *datt, *dO, *hbuf, *dhbuf, *dgu, *dx, *de;
-	/* a served model's bf16 rows (model_infer.c, bf16 products on rows made
-	 * in bf16): normed rows [Nmax + 16, D], SwiGLU rows [Nmax + 16, F];
-	 * NULL unless frozen on a backend with gemm_bf16_rows */
-	uint16_t     *xn16, *h16;
 	/* encoder */
 	int8_t       *d_stype;
 	int32_t      *d_col, *d_cat_local, *d_text_local, *d_tidx, *d_tcat;

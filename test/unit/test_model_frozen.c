@@ -2,8 +2,7 @@
  * test_model_frozen.c: a frozen (serving) model reading its parameters from
  * caller memory predicts bit-identically to the trained model it was copied
  * from, never writes that memory (mapped PROT_READ here: a write would
- * fault), and refuses training, serialization and writes; in bf16 its
- * products on rows made in bf16 give the trained model's bits.
+ * fault), and refuses training, serialization and writes.
  */
 #include "unit.h"
 #include "core/model.h"
@@ -196,96 +195,6 @@ UNIT_TEST(model_frozen_copies_parameters_to_a_device)
 	hw_model_free(in_place);
 	hw_model_free(m);
 	free(kept);
-	hw_backend_destroy(be);
-	free(colt);
-	free(catt);
-}
-
-/* gemm_bf16_rows, counted (the test below) */
-static void (*rows_gemm)(HwBackend *, int, int, int, const uint16_t *, const void *, int, float, float *, int);
-static int rows_calls;
-
-static void
-counting_rows_gemm(HwBackend *be, int M, int N, int K, const uint16_t *A16, const void *packed, int n0, float beta,
-				   float *C, int ldc)
-{
-	rows_calls++;
-	rows_gemm(be, M, N, K, A16, packed, n0, beta, C, ldc);
-}
-
-/* In bf16 a frozen model's norms and SwiGLUs write the products' rows in
- * bf16 (model_infer.c rows16) where the trained model's products round
- * fp32 rows: the same predictions, bit for bit, over batches of more rows
- * than a chunk.  Skipped without AVX512_BF16. */
-UNIT_TEST(model_frozen_bf16_rows_predict_the_same_bits)
-{
-	HwError        err = {0};
-	HwBackend     *be = hw_backend_cpu_create(2, &err);
-	HwModelConfig  c;
-	uint16_t      *colt, *catt;
-	HwSynthSpec    sp = { .B = 12, .S = 64, .d_text = DT, .target_stype = HW_ST_CATEGORICAL, .seed = 3 };
-
-	CHECK(be);
-	if (!be->ops->bf16_usable(be) || !be->ops->gemm_bf16_rows)
-	{
-		printf("  (no AVX512_BF16 on this processor: bf16 rows not exercised)\n");
-		hw_backend_destroy(be);
-		return;
-	}
-	HwBackendOps counted = *be->ops;
-
-	rows_gemm = be->ops->gemm_bf16_rows;
-	counted.gemm_bf16_rows = counting_rows_gemm;
-	be->ops = &counted;
-	hw_model_config_preset(&c, "tiny", &err);
-	c.d_text = DT;
-	c.batch_size = 12;
-	c.seq_len = 64;
-	c.warmup_steps = 2;
-	hw_synth_tables(DT, 3, &colt, &catt);
-	HwModel *m = hw_model_create(&c, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
-
-	CHECK(m);
-	for (int i = 0; i < 3; i++)
-	{
-		HwBatch     *b = hw_synth_batch(&sp, (uint64_t) i);
-		HwStepResult r;
-
-		CHECK_EQ_INT(hw_model_train_step(m, b, &r, &err), HW_OK);
-		hw_batch_free(b);
-	}
-	int64_t n = hw_model_numel(m);
-	float  *host = malloc(sizeof(float) * (size_t) n);
-
-	CHECK(host);
-	CHECK_EQ_INT(hw_model_get_flat(m, 0, host), HW_OK);
-	HwModel *f = hw_model_create_frozen(&c, host, n, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
-
-	CHECK(f);
-	CHECK_EQ_INT(hw_model_set_inference_precision(m, HW_PRECISION_BF16, &err), HW_OK);
-	CHECK_EQ_INT(hw_model_set_inference_precision(f, HW_PRECISION_BF16, &err), HW_OK);
-	for (int i = 30; i < 33; i++)
-	{
-		HwBatch       *b = hw_synth_batch(&sp, (uint64_t) i);
-		HwPredictions *p1 = hw_predictions_alloc(12, HW_SYNTH_NCAT);
-		HwPredictions *p2 = hw_predictions_alloc(12, HW_SYNTH_NCAT);
-
-		CHECK(b && p1 && p2);
-		rows_calls = 0;
-		CHECK_EQ_INT(hw_model_predict(m, b, p1, &err), HW_OK);
-		CHECK_EQ_INT(rows_calls, 0);
-		CHECK_EQ_INT(hw_model_predict(f, b, p2, &err), HW_OK);
-		CHECK_MSG(rows_calls > 0, "the frozen model ran no product on bf16 rows");
-		CHECK(memcmp(p1->value, p2->value, sizeof(float) * 12) == 0);
-		CHECK(memcmp(p1->p_null, p2->p_null, sizeof(float) * 12) == 0);
-		CHECK(memcmp(p1->cat_probs, p2->cat_probs, sizeof(float) * 12 * HW_SYNTH_NCAT) == 0);
-		hw_predictions_free(p1);
-		hw_predictions_free(p2);
-		hw_batch_free(b);
-	}
-	hw_model_free(f);
-	hw_model_free(m);
-	free(host);
 	hw_backend_destroy(be);
 	free(colt);
 	free(catt);
