@@ -16,68 +16,6 @@
 #include <omp.h>
 #endif
 
-/* GCC vector types: one zmm, two ymm or four xmm by the clone (aligned(4):
- * loads from any float address).  The lanes sum in the same order in every
- * clone; the AVX-512 and AVX2 clones fuse the multiply-add where the
- * baseline one rounds twice, so the last bits of a norm follow the ISA, as
- * before. */
-typedef float v16sf __attribute__((vector_size(64), aligned(4)));
-typedef float v8sf __attribute__((vector_size(32), aligned(4)));
-typedef float v4sf __attribute__((vector_size(16), aligned(4)));
-
-/* sum of x[i]^2, i < n: sixteen running sums (lane j takes i = j mod 16),
- * then added pairwise (8, 4, 2, 1 apart).  Spelled with vector types so
- * the sums stay in registers: a "simd reduction" pragma spilled them and
- * added the lanes one by one from memory. */
-static inline float
-sumsq_lanes(const float *x, int n)
-{
-	v16sf acc = { 0 }, a;
-	v8sf  h8, l8;
-	v4sf  h4, l4;
-	int   i = 0;
-
-	for (; i + 16 <= n; i += 16)
-	{
-		memcpy(&a, x + i, sizeof a);
-		acc += a * a;
-	}
-	if (i < n)
-	{
-		float lane[16];
-
-		memcpy(lane, &acc, sizeof lane);
-		for (; i < n; i++)
-			lane[i & 15] += x[i] * x[i];
-		memcpy(&acc, lane, sizeof lane);
-	}
-	memcpy(&l8, &acc, sizeof l8);
-	memcpy(&h8, (const char *) &acc + sizeof l8, sizeof h8);
-	l8 += h8;
-	memcpy(&l4, &l8, sizeof l4);
-	memcpy(&h4, (const char *) &l8 + sizeof l4, sizeof h4);
-	l4 += h4;
-	return (l4[0] + l4[2]) + (l4[1] + l4[3]);
-}
-
-/* dst[i] = src[i] * f, i < n, sixteen at a time (a plain loop stored one
- * float at a time: GCC could not prove dst and src apart) */
-static inline void
-scale_row(float *dst, const float *src, float f, int n)
-{
-	v16sf a;
-	int   i = 0;
-
-	for (; i + 16 <= n; i += 16)
-	{
-		memcpy(&a, src + i, sizeof a);
-		a *= f;
-		memcpy(dst + i, &a, sizeof a);
-	}
-	for (; i < n; i++)
-		dst[i] = src[i] * f;
-}
-
 /* ---------------------------------------------------------------- RMSNorm */
 
 SIMD_CLONES void
@@ -90,8 +28,11 @@ cpu_rmsnorm_forward(HwBackend *be, float *out, float *rstd, const float *x, cons
 	{
 		const float *xr = x + (size_t) n * D;
 		float       *o = out + (size_t) n * D;
-		float        ss = sumsq_lanes(xr, D), r;
+		float        ss = 0, r;
 
+#pragma omp simd reduction(+:ss)
+		for (int d = 0; d < D; d++)
+			ss += xr[d] * xr[d];
 		r = 1.0f / sqrtf(ss / D + 1e-6f);
 		rstd[n] = r;
 #pragma omp simd
@@ -309,6 +250,68 @@ cpu_encoder_backward(HwBackend *be, const HwEncGrads *g, const float *de, const 
 }
 
 /* ---------------------------------------------------------------- QK-norm */
+
+/* GCC vector types: one zmm, two ymm or four xmm by the clone (aligned(4):
+ * loads from any float address).  The lanes sum in the same order in every
+ * clone; the AVX-512 and AVX2 clones fuse the multiply-add where the
+ * baseline one rounds twice, so the last bits of a norm follow the ISA, as
+ * before. */
+typedef float v16sf __attribute__((vector_size(64), aligned(4)));
+typedef float v8sf __attribute__((vector_size(32), aligned(4)));
+typedef float v4sf __attribute__((vector_size(16), aligned(4)));
+
+/* sum of x[i]^2, i < n: sixteen running sums (lane j takes i = j mod 16),
+ * then added pairwise (8, 4, 2, 1 apart).  Spelled with vector types so
+ * the sums stay in registers: a "simd reduction" pragma spilled them and
+ * added the lanes one by one from memory. */
+static inline float
+sumsq_lanes(const float *x, int n)
+{
+	v16sf acc = { 0 }, a;
+	v8sf  h8, l8;
+	v4sf  h4, l4;
+	int   i = 0;
+
+	for (; i + 16 <= n; i += 16)
+	{
+		memcpy(&a, x + i, sizeof a);
+		acc += a * a;
+	}
+	if (i < n)
+	{
+		float lane[16];
+
+		memcpy(lane, &acc, sizeof lane);
+		for (; i < n; i++)
+			lane[i & 15] += x[i] * x[i];
+		memcpy(&acc, lane, sizeof lane);
+	}
+	memcpy(&l8, &acc, sizeof l8);
+	memcpy(&h8, (const char *) &acc + sizeof l8, sizeof h8);
+	l8 += h8;
+	memcpy(&l4, &l8, sizeof l4);
+	memcpy(&h4, (const char *) &l8 + sizeof l4, sizeof h4);
+	l4 += h4;
+	return (l4[0] + l4[2]) + (l4[1] + l4[3]);
+}
+
+/* dst[i] = src[i] * f, i < n, sixteen at a time (a plain loop stored one
+ * float at a time: GCC could not prove dst and src apart) */
+static inline void
+scale_row(float *dst, const float *src, float f, int n)
+{
+	v16sf a;
+	int   i = 0;
+
+	for (; i + 16 <= n; i += 16)
+	{
+		memcpy(&a, src + i, sizeof a);
+		a *= f;
+		memcpy(dst + i, &a, sizeof a);
+	}
+	for (; i < n; i++)
+		dst[i] = src[i] * f;
+}
 
 SIMD_CLONES void
 cpu_qknorm_forward(HwBackend *be, float *qs, float *kn, float *v, float *qnorm, float *knorm,
