@@ -111,13 +111,13 @@ tiles_configure(void)
 	_tile_loadconfig(&cfg);
 }
 
-/* sums[na * 2 + nb] (16 x 16 fp32 each) = A rows (na tiles of 16 rows,
- * row stride astride bytes) @ panels (nb of them, panel stride pstride
- * uint16) over kcn pairs (a multiple of 16).  na and nb are constants at
- * every call, so the branches fold. */
+/* out[i * 2 + j] (16 x 16 fp32 each, row stride ostride bytes) = A rows
+ * (na tiles of 16 rows, row stride astride bytes) @ panels (nb of them,
+ * panel stride pstride uint16) over kcn pairs (a multiple of 16).  na and
+ * nb are constants at every call, so the branches fold. */
 static inline __attribute__((always_inline)) void
 tile_product(const uint16_t *a, size_t astride, const uint16_t *b, size_t pstride, int kcn, int na, int nb,
-			 float sums[4][TROWS * 16])
+			 float *const out[4], size_t ostride)
 {
 	_tile_zero(0);
 	if (nb == 2)
@@ -145,14 +145,14 @@ tile_product(const uint16_t *a, size_t astride, const uint16_t *b, size_t pstrid
 				_tile_dpbf16ps(3, 5, 7);
 		}
 	}
-	_tile_stored(0, sums[0], TBYTES);
+	_tile_stored(0, out[0], ostride);
 	if (nb == 2)
-		_tile_stored(1, sums[1], TBYTES);
+		_tile_stored(1, out[1], ostride);
 	if (na == 2)
 	{
-		_tile_stored(2, sums[2], TBYTES);
+		_tile_stored(2, out[2], ostride);
 		if (nb == 2)
-			_tile_stored(3, sums[3], TBYTES);
+			_tile_stored(3, out[3], ostride);
 	}
 }
 
@@ -193,16 +193,25 @@ cpu_amx_block(const uint16_t *a, size_t rs, int mb, const uint16_t *b, size_t ps
 			int             lastcols = N - (q + nb - 1) * 16;
 			__mmask16       lastmask = (__mmask16) (lastcols >= 16 ? 0xffffu : (1u << lastcols) - 1u);
 			const uint16_t *ai = a + 2 * (size_t) i0 * rs, *bq = b + (size_t) q * pstride;
+			float          *c = C + (size_t) i0 * ldc + q * 16;
+			/* C = the sums, on whole tiles: stored from the tiles in place
+			 * (the same values sums_store would copy) */
+			bool            direct = beta == 0.0f && mr == na * TROWS && lastcols >= 16;
+			float *const    out[4] = {direct ? c : sums[0], direct ? c + 16 : sums[1],
+									  direct ? c + (size_t) TROWS * ldc : sums[2],
+									  direct ? c + (size_t) TROWS * ldc + 16 : sums[3]};
+			size_t          ostride = direct ? (size_t) ldc * sizeof(float) : TBYTES;
 
 			if (na == 2 && nb == 2)
-				tile_product(ai, astride, bq, pstride, kcn, 2, 2, sums);
+				tile_product(ai, astride, bq, pstride, kcn, 2, 2, out, ostride);
 			else if (na == 2)
-				tile_product(ai, astride, bq, pstride, kcn, 2, 1, sums);
+				tile_product(ai, astride, bq, pstride, kcn, 2, 1, out, ostride);
 			else if (nb == 2)
-				tile_product(ai, astride, bq, pstride, kcn, 1, 2, sums);
+				tile_product(ai, astride, bq, pstride, kcn, 1, 2, out, ostride);
 			else
-				tile_product(ai, astride, bq, pstride, kcn, 1, 1, sums);
-			sums_store(sums, mr, nb, C + (size_t) i0 * ldc + q * 16, ldc, beta, lastmask);
+				tile_product(ai, astride, bq, pstride, kcn, 1, 1, out, ostride);
+			if (!direct)
+				sums_store(sums, mr, nb, c, ldc, beta, lastmask);
 		}
 	}
 	_tile_release();

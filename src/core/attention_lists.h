@@ -37,55 +37,134 @@ lanes_sum(const vf *a)
 	return (w[0] + w[2]) + (w[1] + w[3]);
 }
 
+/* One key's products with qi in lanes: the T lanes of key row kr times qi
+ * (dhp floats, summed over T-lane blocks) folded into VW lanes as
+ * lanes_sum folds them -- nothing at VW = 16, a[0] + a[1] at 8, (a[0] +
+ * a[2]) + (a[1] + a[3]) at 4 -- so lanes_sum's remaining levels are the
+ * strides VW / 2, ..., 1 of group_scores */
+static inline __attribute__((always_inline)) vf
+key_lanes(const float *restrict qi, const float *restrict kr, int dhp)
+{
+	vf a[T / VW];
+
+	for (int c = 0; c < T; c += VW)
+	{
+		a[c / VW] = VLOADU(qi + c) * VLOADU(kr + c);
+		for (int d = T; d < dhp; d += T)
+			a[c / VW] += VLOADU(qi + d + c) * VLOADU(kr + d + c);
+	}
+#if VW == 4
+	return (a[0] + a[2]) + (a[1] + a[3]);
+#elif VW == 8
+	return a[0] + a[1];
+#else
+	return a[0];
+#endif
+}
+
+/* One level of the transposed sum: output lane t lies in group t / h of h
+ * lanes, an even group from vector A, an odd one from B, each the sum of
+ * its source group's halves (source group size 2h).  LEVEL_IDX(h, 0, t) is
+ * the lower half's lane in the pair (A, B), LEVEL_IDX(h, 1, t) the upper. */
+#define LEVEL_IDX(h, hi, t) \
+	((((t) / (h)) & 1) * VW + (((t) / (h)) >> 1) * 2 * (h) + (t) % (h) + (hi) * (h))
+#if VW == 16
+#define LEVEL_MASK(h, hi) ((vi) {LEVEL_IDX(h, hi, 0), LEVEL_IDX(h, hi, 1), LEVEL_IDX(h, hi, 2), \
+	LEVEL_IDX(h, hi, 3), LEVEL_IDX(h, hi, 4), LEVEL_IDX(h, hi, 5), LEVEL_IDX(h, hi, 6), LEVEL_IDX(h, hi, 7), \
+	LEVEL_IDX(h, hi, 8), LEVEL_IDX(h, hi, 9), LEVEL_IDX(h, hi, 10), LEVEL_IDX(h, hi, 11), \
+	LEVEL_IDX(h, hi, 12), LEVEL_IDX(h, hi, 13), LEVEL_IDX(h, hi, 14), LEVEL_IDX(h, hi, 15)})
+#elif VW == 8
+#define LEVEL_MASK(h, hi) ((vi) {LEVEL_IDX(h, hi, 0), LEVEL_IDX(h, hi, 1), LEVEL_IDX(h, hi, 2), \
+	LEVEL_IDX(h, hi, 3), LEVEL_IDX(h, hi, 4), LEVEL_IDX(h, hi, 5), LEVEL_IDX(h, hi, 6), LEVEL_IDX(h, hi, 7)})
+#else
+#define LEVEL_MASK(h, hi) ((vi) {LEVEL_IDX(h, hi, 0), LEVEL_IDX(h, hi, 1), LEVEL_IDX(h, hi, 2), \
+	LEVEL_IDX(h, hi, 3)})
+#endif
+/* x with lane t swapped for lane t ^ h (h a power of two below VW) */
+#define SWAP_HALVES(x, h) __builtin_shuffle(x, *(const vi *) lane_idx ^ (h))
+/* x[i] for i < h: x[i] and x[i + h] folded by one level */
+#define SCORE_LEVEL(x, h) \
+	for (int i_ = 0; i_ < (h); i_++) \
+		x[i_] = __builtin_shuffle(x[i_], x[i_ + (h)], LEVEL_MASK(h, 0)) + \
+			__builtin_shuffle(x[i_], x[i_ + (h)], LEVEL_MASK(h, 1))
+
+/*
+ * The scores of VW keys (rows at K + koff[i], i < cnt; lanes from cnt on
+ * -inf) as one vector, lane i key i: each key's lanes folded to VW
+ * (key_lanes), then the VW vectors summed transposed -- level h pairs
+ * vector i with vector i + h and halves every group -- so that each lane's
+ * additions are lanes_sum's (strides VW / 2, ..., 2, 1: (w0 + w2) + (w1 +
+ * w3) last), the same bits, at about a third of the shuffles of one
+ * horizontal sum per key.  After level h, vector i's group g holds key
+ * i + g h; after the last, lane i holds key i.
+ */
+static inline __attribute__((always_inline)) vf
+group_scores(const float *restrict qi, const float *restrict K, const int32_t *restrict koff, int cnt, int dhp)
+{
+	const vi lane = *(const vi *) lane_idx;
+	vf       x[VW];
+
+#pragma GCC unroll 16
+	for (int i = 0; i < VW; i++)
+		x[i] = key_lanes(qi, K + koff[i < cnt ? i : 0], dhp);
+#if VW == 16
+	SCORE_LEVEL(x, 8);
+#endif
+#if VW >= 8
+	SCORE_LEVEL(x, 4);
+#endif
+	SCORE_LEVEL(x, 2);
+	SCORE_LEVEL(x, 1);
+	return cnt < VW ? VSEL(lane < cnt, x[0], VSPLAT(-INFINITY)) : x[0];
+}
+
+/* the largest lane of x, by halves in registers (a max is exact: any order
+ * gives the same value) */
+static inline __attribute__((always_inline)) float
+lanes_max(vf x)
+{
+#if VW == 16
+	x = VSEL(x > SWAP_HALVES(x, 8), x, SWAP_HALVES(x, 8));
+#endif
+#if VW >= 8
+	x = VSEL(x > SWAP_HALVES(x, 4), x, SWAP_HALVES(x, 4));
+#endif
+	x = VSEL(x > SWAP_HALVES(x, 2), x, SWAP_HALVES(x, 2));
+	x = VSEL(x > SWAP_HALVES(x, 1), x, SWAP_HALVES(x, 1));
+	return x[0];
+}
+
 /*
  * One query row against its allowed keys as a list (the list kernel): the
  * scores of the n keys whose rows start at K + koff[j] (dhp floats, pads
  * zero; V's rows at the same offsets), their softmax and the weighted sum
  * of their V rows into oi [dhp]; returns the row's lse.  sc [n rounded up
  * to 16] holds the scores, then their exponentials.  A score is a dot
- * product over 16 lanes summed by lanes_sum, the sums in key order, so
- * every build with FMA computes the same bits.  On the sparse masks a
- * query reads a few keys of each tile it visits (the small preset's
- * sampled sequences: ~6 of the ~40 lanes of its tiles), and the tile
- * kernel pays all 16 lanes of each.
+ * product over 16 lanes summed in lanes_sum's order (group_scores: VW keys
+ * at a time), so every build with FMA computes the same bits.  On the
+ * sparse masks a query reads a few keys of each tile it visits (the small
+ * preset's sampled sequences: ~6 of the ~40 lanes of its tiles), and the
+ * tile kernel pays all 16 lanes of each.
  */
 static inline __attribute__((always_inline)) float
 fwd_row_list(float *restrict oi, const float *restrict qi, const float *restrict K, const float *restrict V,
 			 const int32_t *restrict koff, int n, float *restrict sc, int dhp)
 {
-	const vi lane = *(const vi *) lane_idx;
-	vf       cur = VSPLAT(-INFINITY), lsum[T / VW] = {};
-	float    mx = -INFINITY, l, inv;
-	int      nb = (n + T - 1) / T * T;    /* the scores padded with -inf to whole tiles */
+	vf    mxv = VSPLAT(-INFINITY), lsum[T / VW] = {};
+	float mx = -INFINITY, l, inv;
+	int   nb = (n + T - 1) / T * T;    /* the scores padded with -inf to whole tiles */
+	int   j = 0;
 
-	/* the scores, VW at a time into sc (a lane at a time in a register: a
-	 * wide load of scalar stores would wait for them) */
-	for (int j = 0; j < n; j++)
+	for (; j < n; j += VW)
 	{
-		const float *kr = K + koff[j];
-		vf           a[T / VW];
-		float        sj;
+		vf s = group_scores(qi, K, koff + j, n - j, dhp);
 
-		for (int c = 0; c < T; c += VW)
-		{
-			a[c / VW] = VLOADU(qi + c) * VLOADU(kr + c);
-			for (int d = T; d < dhp; d += T)
-				a[c / VW] += VLOADU(qi + d + c) * VLOADU(kr + d + c);
-		}
-		sj = lanes_sum(a);
-		mx = sj > mx ? sj : mx;
-		cur = VSEL(lane == j % VW, VSPLAT(sj), cur);
-		if (j % VW == VW - 1)
-		{
-			VSTORE(sc + j + 1 - VW, cur);
-			cur = VSPLAT(-INFINITY);
-		}
+		VSTORE(sc + j, s);
+		mxv = VSEL(s > mxv, s, mxv);
 	}
-	for (int j = n / VW * VW; j < nb; j += VW)
-	{
-		VSTORE(sc + j, cur);
-		cur = VSPLAT(-INFINITY);
-	}
+	for (; j < nb; j += VW)
+		VSTORE(sc + j, VSPLAT(-INFINITY));
+	mx = lanes_max(mxv);
 	/* exp(s - max) and their sum over 16 lanes, summed by lanes_sum */
 	for (int j = 0; j < nb; j += VW)
 	{
