@@ -7,6 +7,9 @@
 -- predictions read it from there (served with "std" the same parameters
 -- predict differently, so the windows reach the model), and that a
 -- checkpoint from before the option (no key) predicts as one with "std".
+-- The same for mean_windows ("time" by default; "recent": windows 1-5 of
+-- the child means over a row's last 1, 3, 5, 10, 20 children, checked in
+-- test_sampler_means_many.c).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -38,15 +41,19 @@ SELECT count(*) AS batches FROM rt_sample_batches('m53', 't53_busy', n => 1, bat
                                                   options => '{"count_windows": "std"}');
 SELECT count(*) FROM headwater.checkpoint c JOIN headwater.model m USING (model_id) WHERE m.name = 'm53';
 SELECT default_value FROM rt_settings() WHERE name = 'count_windows';
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m53', steps => 1, options => '{"mean_windows": "last5"}') $$);
+SELECT default_value FROM rt_settings() WHERE name = 'mean_windows';
 
--- 2. trained with "events": the checkpoint says so
+-- 2. trained with "events" and "recent": the checkpoint says so
 SET client_min_messages = warning;
 SELECT r ->> 'state' AS state
 FROM rt_train('m53', steps => 2, preset => 'tiny',
               options => '{"val_every": 1000, "checkpoint_every": 1000, "val_batches": 1, "val_rows": 4,
-                           "log_every": 1, "warmup_steps": 0, "seed": 53, "count_windows": "events"}') r;
+                           "log_every": 1, "warmup_steps": 0, "seed": 53, "count_windows": "events",
+                           "mean_windows": "recent"}') r;
 RESET client_min_messages;
-SELECT config ->> 'count_windows' AS count_windows FROM headwater.checkpoint c
+SELECT config ->> 'count_windows' AS count_windows, config ->> 'mean_windows' AS mean_windows
+FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm53';
 CREATE TABLE t53.p_events AS SELECT customer_id, rt_predict('t53_busy', customer_id, '2024-03-01') AS p
 FROM t53.customer;
@@ -71,6 +78,25 @@ SET timezone = 'UTC';
 SELECT count(*) FILTER (WHERE rt_predict('t53_busy', customer_id, '2024-03-01') = b.p) AS same_as_std,
        count(*) AS customers
 FROM t53.p_std b;
+
+-- 5. served with mean_windows "time" the same parameters predict
+-- differently (the last orders' mean amount is not all orders' mean); a
+-- checkpoint without the key predicts as "time"
+UPDATE headwater.checkpoint c SET config = jsonb_set(config, '{mean_windows}', '"time"')
+FROM headwater.model m WHERE m.model_id = c.model_id AND m.name = 'm53';
+\c
+SET timezone = 'UTC';
+CREATE TABLE t53.p_time AS SELECT customer_id, rt_predict('t53_busy', customer_id, '2024-03-01') AS p
+FROM t53.customer;
+SELECT count(*) FILTER (WHERE a.p <> b.p) > 0 AS time_changes_predictions
+FROM t53.p_std a JOIN t53.p_time b USING (customer_id);
+UPDATE headwater.checkpoint c SET config = config - 'mean_windows'
+FROM headwater.model m WHERE m.model_id = c.model_id AND m.name = 'm53';
+\c
+SET timezone = 'UTC';
+SELECT count(*) FILTER (WHERE rt_predict('t53_busy', customer_id, '2024-03-01') = b.p) AS same_as_time,
+       count(*) AS customers
+FROM t53.p_time b;
 
 SET client_min_messages = warning;
 DROP SCHEMA t53 CASCADE;

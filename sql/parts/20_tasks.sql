@@ -116,7 +116,7 @@ CREATE FUNCTION rt_sample_batches(model text, task text, split text DEFAULT 'tra
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'rt_sample_batches' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION rt_sample_batches(text, text, text, int, int, int, bigint, jsonb) IS
 	'sample batch numbers 0..n-1 of a task''s split into headwater.batch (options: the sampler keys of rt_train: '
-	'max_rows, child_width, child_sampling, recent_children, key_cells, future_parents, descendant_counts, count_windows, label_means); returns the batch ids';
+	'max_rows, child_width, child_sampling, recent_children, key_cells, future_parents, descendant_counts, count_windows, mean_windows, label_means); returns the batch ids';
 
 CREATE FUNCTION rt_batch_tensor(batch_id bigint, name text)
 RETURNS TABLE (shape int[], dtype text, "values" float8[])

@@ -214,6 +214,22 @@ typedef enum HwCountWindows
 const char *hw_count_windows_name(int policy);
 int         hw_count_windows_from_name(const char *name);
 
+/* HwSamplerConfig.mean_windows: windows 1-5 of the child means
+ * (sampler_features.c, sampler_row_child_means) */
+typedef enum HwMeanWindows
+{
+	HW_MEAN_WINDOWS_TIME = 0,       /* the count windows' times, as the counts (default) */
+	HW_MEAN_WINDOWS_RECENT = 1      /* the last 1, 3, 5, 10 and 20 children, where they are sorted by time */
+} HwMeanWindows;
+
+/* the children windows 1-5 of the child means hold under HW_MEAN_WINDOWS_RECENT */
+#define HW_MEAN_RECENT_WINDOWS 5
+#define HW_MEAN_RECENT_COUNTS  {1, 3, 5, 10, 20}
+
+/* "time" / "recent"; NULL if out of range.  _from_name: -1 if unknown. */
+const char *hw_mean_windows_name(int policy);
+int         hw_mean_windows_from_name(const char *name);
+
 /* Anchor names (above): the share of distinct values, in percent, and the
  * fewest non-NULL values that make a column of an anchor table a name. */
 #define HW_NAME_DISTINCT_PCT 90
@@ -245,6 +261,7 @@ typedef struct HwSamplerConfig
 	bool      date_undated;     /* a row of a table without a time column takes the time of
 								 * the rows it links to (below), default false */
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
+	int32_t   mean_windows;     /* HwMeanWindows, default HW_MEAN_WINDOWS_TIME */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */
 	float     recent_weight;    /* train split only: the latest seeds are drawn this many

@@ -436,6 +436,38 @@ column_segment(const HwColumn *c, const uint32_t *child, uint32_t off, uint64_t 
 	*e = i;
 }
 
+/* mean_windows "recent": windows 1-5 of columns cols[0..nc-1] over the
+ * last 1, 3, 5, 10, 20 children of the scanned edges [start, end) of a
+ * group sorted by time (the newest last), in place of their time windows:
+ * per column one running sum from the newest child back, read off at each
+ * count.  Why: a team's or a customer's recent form is its last few
+ * events, which a time window shows only where the events come at a
+ * steady pace (on 150 years of football the narrowest window is a year). */
+static void
+recent_window_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint32_t off, uint64_t start,
+				   uint64_t end, double sum[][HW_CHILD_WINDOWS], uint32_t n[][HW_CHILD_WINDOWS])
+{
+	static const int counts[HW_MEAN_RECENT_WINDOWS] = HW_MEAN_RECENT_COUNTS;
+
+	_Static_assert(HW_MEAN_RECENT_WINDOWS < HW_CHILD_WINDOWS, "the recent windows replace time windows");
+
+	for (int i = 0; i < nc; i++)
+	{
+		double   run = 0.0;
+		uint32_t cnt = 0;
+		uint64_t e = end;
+
+		for (int w = 0; w < HW_MEAN_RECENT_WINDOWS; w++)
+		{
+			uint64_t stop = end - start > (uint64_t) counts[w] ? end - counts[w] : start;
+
+			column_segment(cols[i], s->pf_child, off, stop, &e, &run, &cnt);
+			sum[i][w + 1] = run;
+			n[i][w + 1] = cnt;
+		}
+	}
+}
+
 /* The same for a group sorted by time (RECENT, HW_NO_TIME first): its
  * children at or before obs are [k0, end), the scanned ones [start, end),
  * and window j holds [lo_j, end), lo_1 >= lo_2 >= ... (window 1 the
@@ -479,6 +511,8 @@ sorted_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint3
 		sum[i][0] = run;
 		n[i][0] = cnt;
 	}
+	if (s->cfg.mean_windows == HW_MEAN_WINDOWS_RECENT)
+		recent_window_sums(s, cols, nc, off, start, end, sum, n);
 }
 
 /*
@@ -487,7 +521,9 @@ sorted_group_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint3
  * MEAN_COLS_PER_FK numerical or boolean columns of the child table, in that
  * order, up to HW_MEAN_SLOTS (FK, column) pairs: the pair's key and the mean
  * of the column over the children row_child_counts counts -- [0] all at or
- * before obs, [j] those in window j -- NULLs left out, a numerical value as
+ * before obs, [j] those in window j (mean_windows "recent": windows 1-5
+ * the last 1, 3, 5, 10, 20 of them, in a group sorted by time,
+ * recent_window_sums) -- NULLs left out, a numerical value as
  * its z-score, a boolean as -1 / +1; 0 where no child has a value.  At most
  * the MEAN_SCAN_MAX most recent children are read (all of them in a group
  * that small, which is every group of the demo shop).  Why: "the customer's

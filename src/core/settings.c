@@ -158,6 +158,16 @@ const HwSettingDef hw_settings[] = {
 	 .choices = "\"std\" (the default) spaces the 11 windows from 0.044 to 1.41 timestamp std; \"events\" from "
 				"half the typical interval between a row's dated children, where that is narrower.",
 	 .what = "the time windows of the child counts and means"},
+	/* absent: the checkpoint was trained with the time windows */
+	{.name = "mean_windows", .type = HW_SETTING_ENUM, .names_of = hw_mean_windows_name,
+	 .dflt = HW_MEAN_WINDOWS_TIME, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.mean_windows),
+	 .field = HW_FIELD_I32, .flags = SAMPLER_KSS, .absent = "\"time\"",
+	 .hint = "mean_windows must be \"time\" (the default: the child means in the child counts' time windows) or "
+			 "\"recent\" (windows 1-5 of the child means over a row's last 1, 3, 5, 10 and 20 children).",
+	 .choices = "\"time\" (the default) averages in the child counts' 11 time windows; \"recent\" makes the 5 "
+				"narrowest the last 1, 3, 5, 10 and 20 children by time (where a row's children are sorted by "
+				"time: child_sampling \"recent\", dated children).",
+	 .what = "the windows of the child means"},
 	/* absent: the checkpoint was trained without */
 	{.name = "descendant_counts", .type = HW_SETTING_BOOL, .dflt = 1, .group = HW_GROUP_SAMPLER,
 	 .offset = AT(scfg.descendant_counts), .field = HW_FIELD_BOOL, .flags = SAMPLER_KSS, .absent = "false",

@@ -3,7 +3,8 @@
  * the sampler reads (MEAN_SCAN_MAX), against a reference written from the
  * definition: the most recent children at or before obs (by time, then
  * row, where children are sorted by time; by row where they are not), the
- * time windows, NULLs left out, booleans as -1 / +1.
+ * time windows, NULLs left out, booleans as -1 / +1; and with mean_windows
+ * "recent", windows 1-5 over the last 1, 3, 5, 10, 20 of those children.
  */
 #include "unit.h"
 #include "synth_snapshot.h"
@@ -53,10 +54,12 @@ by_time_then_row(const void *a, const void *b)
 }
 
 /* the reference: means [2][HW_CHILD_WINDOWS] of amount and paid over
- * customer 0's orders seen at obs */
+ * customer 0's orders seen at obs; last_k: windows 1-5 over the last
+ * 1, 3, 5, 10, 20 orders instead of their time windows */
 static void
-reference_means(HwSnapshot *s, int64_t obs, bool by_time, float want[2][HW_CHILD_WINDOWS])
+reference_means(HwSnapshot *s, int64_t obs, bool by_time, bool last_k, float want[2][HW_CHILD_WINDOWS])
 {
+	static const int k_of[6] = {0, 1, 3, 5, 10, 20};
 	const HwColumn *amount = synth_col(s, 1, "amount"), *paid = synth_col(s, 1, "paid");
 	int    idx[N_ORDERS], n = 0, first;
 	double sum[2][HW_CHILD_WINDOWS] = {{0}};
@@ -77,7 +80,8 @@ reference_means(HwSnapshot *s, int64_t obs, bool by_time, float want[2][HW_CHILD
 
 		for (int c = 0; c < 2; c++)
 			for (int j = 0; j < HW_CHILD_WINDOWS && ok[c]; j++)
-				if (j == 0 || (double) (obs - order_at[r]) < s->ts_std_us * pow(2.0, (j - 10) / 2.0))
+				if (j == 0 || (last_k && j <= 5 ? n - i <= k_of[j] :
+							   (double) (obs - order_at[r]) < s->ts_std_us * pow(2.0, (j - 10) / 2.0)))
 				{
 					sum[c][j] += v[c];
 					cnt[c][j]++;
@@ -100,8 +104,9 @@ customer_cell(const HwBatch *b, int seq)
 
 /* Customer 0 seen from one of its orders at four observation days: 300
  * (about 340 orders, all read), 700, 1100 and 1500 (1,599 orders, the 1,024
- * most recent read), under both child policies.  The windows split each
- * set (checked on the reference), so every window's read-off is tested. */
+ * most recent read), under both child policies, and with mean_windows
+ * "recent" (the children sorted by time).  The windows split each set
+ * (checked on the reference), so every window's read-off is tested. */
 UNIT_TEST(sampler_child_means_many_children)
 {
 	HwSnapshot *s = many_orders();
@@ -109,7 +114,8 @@ UNIT_TEST(sampler_child_means_many_children)
 	const int   days[4] = {300, 700, 1100, 1500};
 
 	CHECK(s != NULL);
-	for (int pol = 0; pol < 2; pol++)
+	/* pol 0: recent children, 1: uniform, 2: recent with mean_windows "recent" */
+	for (int pol = 0; pol < 3; pol++)
 	{
 		HwTask *t = hw_task_new("at", HW_TASK_CELL, &err);
 		HwSamplerConfig cfg;
@@ -122,7 +128,8 @@ UNIT_TEST(sampler_child_means_many_children)
 		hw_sampler_config_default(&cfg);
 		cfg.seq_len = S;
 		cfg.n_threads = 1;
-		cfg.child_sampling = pol ? HW_CHILD_UNIFORM : HW_CHILD_RECENT;
+		cfg.child_sampling = pol == 1 ? HW_CHILD_UNIFORM : HW_CHILD_RECENT;
+		cfg.mean_windows = pol == 2 ? HW_MEAN_WINDOWS_RECENT : HW_MEAN_WINDOWS_TIME;
 		sm = hw_sampler_create(s, &t, 1, &cfg, &err);
 		CHECK_MSG(sm != NULL, "%s", err.msg);
 		for (int k = 0; k < 4; k++)
@@ -136,7 +143,7 @@ UNIT_TEST(sampler_child_means_many_children)
 			float want[2][HW_CHILD_WINDOWS];
 			int   cust = customer_cell(b, k), split = 0;
 
-			reference_means(s, obs[k], pol == 0, want);
+			reference_means(s, obs[k], pol != 1, pol == 2, want);
 			for (int j = 2; j < HW_CHILD_WINDOWS; j++)
 				split += want[0][j] != want[0][j - 1];
 			CHECK_MSG(split >= 3, "day %d: the windows must split the orders (%d splits)", days[k], split);
@@ -151,7 +158,7 @@ UNIT_TEST(sampler_child_means_many_children)
 
 					CHECK_MSG(fabsf(got - exp) <= 1e-5f * (1.0f + fabsf(exp)),
 							  "%s day %d slot %d window %d: mean %.7g, expected %.7g",
-							  pol ? "uniform" : "recent", days[k], q, j, got, exp);
+							  pol == 1 ? "uniform" : pol == 2 ? "recent windows" : "recent", days[k], q, j, got, exp);
 				}
 		}
 		hw_batch_free(b);
