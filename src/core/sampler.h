@@ -222,10 +222,6 @@ typedef enum HwMeanWindows
 	HW_MEAN_WINDOWS_RECENT = 1      /* the last 1, 3, 5, 10 and 20 children, where they are sorted by time */
 } HwMeanWindows;
 
-/* the children windows 1-5 of the child means hold under HW_MEAN_WINDOWS_RECENT */
-#define HW_MEAN_RECENT_WINDOWS 5
-#define HW_MEAN_RECENT_COUNTS  {1, 3, 5, 10, 20}
-
 /* "time" / "recent"; NULL if out of range.  _from_name: -1 if unknown. */
 const char *hw_mean_windows_name(int policy);
 int         hw_mean_windows_from_name(const char *name);

@@ -447,9 +447,9 @@ static void
 recent_window_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint32_t off, uint64_t start,
 				   uint64_t end, double sum[][HW_CHILD_WINDOWS], uint32_t n[][HW_CHILD_WINDOWS])
 {
-	static const int counts[HW_MEAN_RECENT_WINDOWS] = HW_MEAN_RECENT_COUNTS;
+	static const int counts[MEAN_RECENT_WINDOWS] = MEAN_RECENT_COUNTS;
 
-	_Static_assert(HW_MEAN_RECENT_WINDOWS < HW_CHILD_WINDOWS, "the recent windows replace time windows");
+	_Static_assert(MEAN_RECENT_WINDOWS < HW_CHILD_WINDOWS, "the recent windows replace time windows");
 
 	for (int i = 0; i < nc; i++)
 	{
@@ -457,7 +457,7 @@ recent_window_sums(const HwSampler *s, const HwColumn *const *cols, int nc, uint
 		uint32_t cnt = 0;
 		uint64_t e = end;
 
-		for (int w = 0; w < HW_MEAN_RECENT_WINDOWS; w++)
+		for (int w = 0; w < MEAN_RECENT_WINDOWS; w++)
 		{
 			uint64_t stop = end - start > (uint64_t) counts[w] ? end - counts[w] : start;
 

@@ -72,6 +72,10 @@ text_key(const char *buf, int n, size_t cap)
 
 #define MEAN_COLS_PER_FK 4      /* columns of a child table that child means average */
 #define MEAN_SCAN_MAX    1024   /* children read per row and FK for child means */
+/* mean_windows "recent": windows 1-5 of the child means over the last
+ * 1, 3, 5, 10, 20 children (sampler_features.c, recent_window_sums) */
+#define MEAN_RECENT_WINDOWS 5
+#define MEAN_RECENT_COUNTS  {1, 3, 5, 10, 20}
 #define LABEL_LINKS_MAX  3      /* label means of a row: its own labels, and those of its
 								 * anchors through 2 FKs of the anchor table */
 #define DESC_DEPTH_MAX   3      /* FKs in a descendant path (row_descendant_counts) */
