@@ -6,7 +6,8 @@
 -- model_count_ramps_only_where_counted, model_count_ramps_gradient,
 -- model_predict_batch_equals_single_count_ramps); here: the option's errors, its place in the
 -- checkpoint config and the parameter table, and that a model trained
--- with it, and one without it (the default), both serve.
+-- with it, and one without it (the default), both serve.  Also the other
+-- model options of that kind: head_adamw, head_weight_decay, absolute_time.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -102,6 +103,23 @@ FROM rt_train('m49', steps => 2, preset => 'tiny',
 RESET client_min_messages;
 SELECT config ->> 'weight_decay' AS weight_decay, config ->> 'head_weight_decay' AS head_weight_decay
 FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
+
+-- 7. absolute_time (true by default; false: timestamps read relative to the
+-- observation time only; unit model_absolute_time_off_reads_times_relative_only):
+-- refused when not a flag, true in the checkpoint's config by default,
+-- false kept when given, and such a model serves
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m49', steps => 1, options => '{"absolute_time": "no"}') $$);
+SELECT config ->> 'absolute_time' AS absolute_time_default FROM headwater.checkpoint c
+JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
+SET client_min_messages = warning;
+SELECT r ->> 'state' AS state
+FROM rt_train('m49', steps => 2, preset => 'tiny',
+              options => '{"restart": true, "val_every": 1000, "checkpoint_every": 1000, "val_batches": 1,
+                           "val_rows": 4, "log_every": 1, "warmup_steps": 0, "seed": 49, "absolute_time": false}') r;
+RESET client_min_messages;
+SELECT config ->> 'absolute_time' AS absolute_time FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm49' ORDER BY checkpoint_id DESC LIMIT 1;
 SELECT count(*) AS served FROM t49.customer WHERE rt_predict('t49_regular', customer_id, '2024-03-01') IS NOT NULL;
 

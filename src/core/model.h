@@ -61,6 +61,8 @@
  *                 | 3 bool_emb[v] | 4 cat.w @ cat_table[id] + cat.b
  *                 | 5 text.w @ text_emb[id] + text.b | other: 0
  *   val[n]      = is_null ? null_emb : val;  val = is_target ? mask_emb : val
+ *                 (t: the cell's 15 timestamp values, its epoch slot t[14] 0
+ *                 when !absolute_time and the sequence has an observation time)
  *   rel[n]      = rel_time ? trel[n] @ enc.ts_rel.w^T : 0, trel [N,20] the
  *                 relative-time features of a visible timestamp cell of a
  *                 sequence with an observation time (timeenc.h), else 0
@@ -213,6 +215,16 @@ typedef struct HwModelConfig
 	 * the probabilities it can express (docs/model.md, Weight decay of the
 	 * heads).  State blobs before version 10 load with weight_decay. */
 	float    head_weight_decay;
+	/* 1 (the presets): a timestamp cell's value carries its absolute time,
+	 * the z-scored epoch (timeenc.h, out[14]), beside its calendar phases.
+	 * 0 (an option; only with rel_time, without it this is 1): in a
+	 * sequence with an observation time that slot is 0 on every cell, so the
+	 * model reads when things happened only relative to the observation time
+	 * (trel) and by their calendar phases, not in which year: a time split
+	 * serves at times the training never saw, where a learnt function of the
+	 * epoch extrapolates (docs/model.md, Absolute time).  State blobs before
+	 * version 12 load as 1. */
+	int32_t  absolute_time;
 	/* Schedule continuation (hw_lr_schedule_extend): 0 for a straight run.
 	 * When sched_start > warmup_steps, steps t >= sched_start decay by cosine
 	 * from sched_start_lr (at t = sched_start) to the 10% floor at
@@ -479,12 +491,13 @@ float hw_ema_weight(float ema_decay, int64_t t);
 /* ---- training state (model_state.c) ----
  * Versioned little-endian blob: magic "HWMS", format version, config, step,
  * RNG state, parameter table (names, shapes), params, m, v, [ema], checksum. */
-#define HW_MODEL_STATE_VERSION 11    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
+#define HW_MODEL_STATE_VERSION 12    /* 2: + sched_start, sched_start_lr; 3: + rel_time, link_types;
 									  * 4: + child_counts; 5: + child_means; 6: + ema_decay and,
 									  * when > 0, the parameter average; 7: + ordinal_head;
 									  * 8: + count_ramps; 9: + head_adamw; 10: + head_weight_decay;
 									  * 11: count_ramps 1 means the anchor row only (8-10: every
-									  * row, loaded as HW_COUNT_RAMPS_EVERY_ROW); 1..10 still load */
+									  * row, loaded as HW_COUNT_RAMPS_EVERY_ROW); 12: + absolute_time;
+									  * 1..11 still load */
 /* *out is malloc'ed; free() it. */
 int      hw_model_state_serialize(HwModel *m, uint8_t **out, size_t *len, HwError *err);
 /* Reads the config only (to create a model before loading). */

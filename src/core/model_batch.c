@@ -174,6 +174,24 @@ upload_rel_time(HwModel *m, const HwBatch *bt)
 	m->be->ops->memcpy_h2d(m->be, m->d_trel, m->h_trel, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
 }
 
+/* the timestamp values [N, HW_TS_DIM] the model reads: the batch's, or
+ * (!absolute_time) those with the epoch slot 0 in every sequence with an
+ * observation time, where trel says when a cell was */
+static const float *
+timestamp_values(HwModel *m, const HwBatch *bt)
+{
+	int B = bt->B, S = bt->S;
+
+	if (m->cfg.absolute_time)
+		return bt->timestamp_values;
+	memcpy(m->h_ts, bt->timestamp_values, sizeof(float) * (size_t) B * S * HW_TS_DIM);
+	for (int b = 0; b < B; b++)
+		if (!isnan(bt->seed_time[b]))
+			for (int s = 0; s < S; s++)
+				m->h_ts[((int64_t) b * S + s) * HW_TS_DIM + HW_TS_DIM - 1] = 0.0f;
+	return m->h_ts;
+}
+
 /* [N, HW_LINK_DIM]: every cell of a row reached through an FK gets its link's code */
 static void
 upload_link_codes(HwModel *m, const HwBatch *bt)
@@ -330,7 +348,7 @@ upload_cells(HwModel *m, const HwBatch *bt, const int32_t *catl, const int32_t *
 	o->memcpy_h2d(be, m->d_is_target, bt->is_target, N);
 	o->memcpy_h2d(be, m->d_bool, bt->bool_values, N);
 	o->memcpy_h2d(be, m->d_num, bt->numeric_values, sizeof(float) * N);
-	o->memcpy_h2d(be, m->d_ts, bt->timestamp_values, sizeof(float) * N * 15);
+	o->memcpy_h2d(be, m->d_ts, timestamp_values(m, bt), sizeof(float) * N * HW_TS_DIM);
 	o->memcpy_h2d(be, m->d_cat_local, catl, sizeof(int32_t) * N);
 	o->memcpy_h2d(be, m->d_text_local, textl, sizeof(int32_t) * N);
 	if (Uc > 0)

@@ -29,6 +29,7 @@ hw_model_config_preset(HwModelConfig *c, const char *preset, HwError *err)
 	c->ordinal_head = 1;
 	c->count_ramps = 0;       /* an option (docs/model.md, Count ramps) */
 	c->head_adamw = 0;        /* an option (docs/model.md, Optimisers of the heads) */
+	c->absolute_time = 1;     /* 0: an option (docs/model.md, Absolute time) */
 	c->head_weight_decay = 0.0f;    /* the heads undecayed: sharper probabilities (docs/model.md, Weight decay of the heads) */
 	c->seed = 42;
 	if (!preset || strcmp(preset, "tiny") == 0)
@@ -54,7 +55,7 @@ hw_model_config_set(HwModelConfig *c, const char *key, double v, HwError *err)
 #define I(name) if (strcmp(key, #name) == 0) { c->name = (int32_t) v; return HW_OK; }
 #define F(name) if (strcmp(key, #name) == 0) { c->name = (float) v; return HW_OK; }
 	I(d_model) I(n_heads) I(n_layers) I(seq_len) I(batch_size) I(d_text) I(d_ff) I(full_attention) I(rel_time) I(link_types)
-	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) I(head_adamw) F(ema_decay) F(head_weight_decay)
+	I(child_counts) I(child_means) I(ordinal_head) I(count_ramps) I(head_adamw) I(absolute_time) F(ema_decay) F(head_weight_decay)
 	F(lr) I(warmup_steps) I(total_steps) F(weight_decay) F(adam_b1) F(adam_b2) F(adam_eps)
 	F(muon_momentum) F(clip_norm)
 	if (strcmp(key, "seed") == 0) { c->seed = (uint64_t) v; return HW_OK; }
@@ -94,6 +95,7 @@ hw_model_config_finish(HwModelConfig *c, HwError *err)
 	c->count_ramps = !c->child_counts || !c->count_ramps ? 0 :
 		c->count_ramps == HW_COUNT_RAMPS_EVERY_ROW ? HW_COUNT_RAMPS_EVERY_ROW : HW_COUNT_RAMPS_ANCHOR;
 	c->head_adamw = c->head_adamw ? 1 : 0;
+	c->absolute_time = c->absolute_time || !c->rel_time ? 1 : 0;   /* nothing else would tell a time */
 	if (c->head_weight_decay < 0)
 		c->head_weight_decay = c->weight_decay;
 	if (!(c->weight_decay >= 0 && c->head_weight_decay >= 0 && isfinite(c->weight_decay) &&

@@ -152,6 +152,7 @@ struct HwModel
 	int32_t      *h_i32a, *h_i32b, *h_catmap, *h_tidx, *h_tcat;
 	float        *h_f32;
 	float        *h_trel;     /* [Nmax, HW_REL_TIME_DIM] (cfg.rel_time) */
+	float        *h_ts;       /* [Nmax, HW_TS_DIM] timestamp values without the epoch (!cfg.absolute_time) */
 	float        *h_link;     /* [Nmax, HW_LINK_DIM] (cfg.link_types) */
 	float        *h_cnt;      /* [Nmax, HW_CNT_DIM] (cfg.child_counts) */
 	float        *h_cramp;    /* [cramp_cap, HW_CRAMP_DIM] (cfg.count_ramps), compacted as d_cramp */

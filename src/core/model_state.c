@@ -22,7 +22,8 @@
  * from version 9: i32 head_adamw (older: 0, Muon heads),
  * from version 10: f32 head_weight_decay (older: weight_decay, as they trained),
  * from version 11 the same fields, count_ramps 1 the anchor row's ramps
- * (versions 8-10: 1 meant every row's; they load as HW_COUNT_RAMPS_EVERY_ROW).
+ * (versions 8-10: 1 meant every row's; they load as HW_COUNT_RAMPS_EVERY_ROW),
+ * from version 12: i32 absolute_time (older: 1, the epoch slot shown).
  * A new field means a new version; readers reject versions they do not know.
  */
 #include "core/model.h"
@@ -40,7 +41,8 @@
 #define CONFIG_BYTES_V7 (CONFIG_BYTES_V6 + 4)
 #define CONFIG_BYTES_V8 (CONFIG_BYTES_V7 + 4)
 #define CONFIG_BYTES_V9 (CONFIG_BYTES_V8 + 4)
-#define CONFIG_BYTES (CONFIG_BYTES_V9 + 4)
+#define CONFIG_BYTES_V10 (CONFIG_BYTES_V9 + 4)
+#define CONFIG_BYTES (CONFIG_BYTES_V10 + 4)
 
 typedef struct Wr { uint8_t *p; size_t n, cap; int fail; } Wr;
 
@@ -101,6 +103,7 @@ put_config(Wr *w, const HwModelConfig *c)
 	PUT(w, c->count_ramps);
 	PUT(w, c->head_adamw);
 	PUT(w, c->head_weight_decay);
+	PUT(w, c->absolute_time);
 }
 
 int
@@ -206,7 +209,8 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 	GET(r, cb);
 	if (memcmp(mg, MAGIC, 4) != 0)
 		return hw_error_set(err, HW_ERR_CORRUPT, "not a headwater model state (bad magic)");
-	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) || (ver == 10 && cb == CONFIG_BYTES) ||
+	if (!((ver == HW_MODEL_STATE_VERSION && cb == CONFIG_BYTES) ||
+		  ((ver == 11 || ver == 10) && cb == CONFIG_BYTES_V10) ||
 		  (ver == 9 && cb == CONFIG_BYTES_V9) ||
 		  (ver == 8 && cb == CONFIG_BYTES_V8) ||
 		  (ver == 7 && cb == CONFIG_BYTES_V7) ||
@@ -252,6 +256,10 @@ read_head(Rd *r, HwModelConfig *c, HwError *err)
 		GET(r, c->head_weight_decay);
 	else
 		c->head_weight_decay = c->weight_decay;   /* the heads decayed like the rest */
+	if (ver >= 12)
+		GET(r, c->absolute_time);
+	else
+		c->absolute_time = 1;     /* they saw the epoch */
 	if (r->fail)
 		return hw_error_set(err, HW_ERR_CORRUPT, "model state truncated in its header");
 	return HW_OK;

@@ -86,6 +86,8 @@ const HwSettingDef hw_settings[] = {
 		  "adds the full-attention sublayer"),
 	FLAG("rel_time", 1, rel_time,
 		 "gives timestamp cells their time before the observation time as an input (default true; false: absolute times only, as models trained before the option)"),
+	FLAG("absolute_time", 1, absolute_time,
+		 "timestamp cells also carry their absolute time (the z-scored epoch) beside their calendar phases (default true; false, with rel_time: in a sequence with an observation time they carry only their time before it and their calendar phases, not the year)"),
 	FLAG("link_types", 1, link_types,
 		 "tells the model through which foreign key (and direction) each row was reached (default true; false: as models trained before the option)"),
 	FLAG("child_counts", 1, child_counts,

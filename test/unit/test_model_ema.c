@@ -301,10 +301,10 @@ UNIT_TEST(model_ema_state_round_trip)
 	}
 
 	/* version 5 had no ema_decay: the same blob passed off as one (its
-	 * config without head_weight_decay, head_adamw, count_ramps, ordinal_head and ema_decay) */
+	 * config without absolute_time, head_weight_decay, head_adamw, count_ramps, ordinal_head and ema_decay) */
 	{
 		size_t   olen;
-		uint8_t *o = unit_state_as_version(blob, len, 5, 20, &olen);
+		uint8_t *o = unit_state_as_version(blob, len, 5, 24, &olen);
 
 		r = hw_model_state_deserialize(o, olen, colt, HW_SYNTH_NCOLS, catt, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r == NULL && err.code == HW_ERR_CORRUPT, "a v5 blob carrying an average was not refused");

@@ -241,13 +241,15 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK_EQ_INT(rc.ordinal_head, 0);
 	CHECK_EQ_INT(rc.count_ramps, 0);
 	CHECK(rc.head_weight_decay == 0);   /* the presets' */
-	for (uint32_t ver = 1; ver <= 9; ver++)
+	for (uint32_t ver = 1; ver <= 11; ver++)
 	{
-		/* the bytes each older config lacks: 10 head_weight_decay, 9 head_adamw,
-		 * 8 count_ramps, 7 ordinal_head, 6 ema_decay, 5 child_means,
-		 * 4 child_counts, 3 rel_time + link_types, 2 the schedule */
-		old = unit_state_as_version(blob, len, ver, ver == 1 ? 44 : ver == 2 ? 36 : ver == 3 ? 28 : ver == 4 ? 24 :
-									ver == 5 ? 20 : ver == 6 ? 16 : ver == 7 ? 12 : ver == 8 ? 8 : 4, &olen);
+		/* the bytes each older config lacks: 12 absolute_time, 10
+		 * head_weight_decay, 9 head_adamw, 8 count_ramps, 7 ordinal_head,
+		 * 6 ema_decay, 5 child_means, 4 child_counts, 3 rel_time +
+		 * link_types, 2 the schedule */
+		old = unit_state_as_version(blob, len, ver, ver == 1 ? 48 : ver == 2 ? 40 : ver == 3 ? 32 : ver == 4 ? 28 :
+									ver == 5 ? 24 : ver == 6 ? 20 : ver == 7 ? 16 : ver == 8 ? 12 : ver == 9 ? 8 : 4,
+									&olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
@@ -261,7 +263,9 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 			CHECK_EQ_INT(hw_model_config(r)->ordinal_head, 0);
 			CHECK_EQ_INT(hw_model_config(r)->count_ramps, 0);
 			CHECK_EQ_INT(hw_model_config(r)->head_adamw, 0);
-			CHECK(hw_model_config(r)->head_weight_decay == hw_model_config(a)->weight_decay);
+			CHECK(hw_model_config(r)->head_weight_decay ==
+				  (ver >= 10 ? rc.head_weight_decay : hw_model_config(a)->weight_decay));
+			CHECK_EQ_INT(hw_model_config(r)->absolute_time, 1);
 			CHECK(flat_equal(a, r, 0) && flat_equal(a, r, 2) && flat_equal(a, r, 3));
 			hw_model_free(r);
 		}
@@ -297,15 +301,17 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 		hw_model_free(r);
 	}
 	/* the same bytes as a version 8-10 state, whose count_ramps 1 meant
-	 * every row's ramps: it loads with every row's, as it trained */
-	for (uint32_t ver = 8; ver <= 10; ver++)
+	 * every row's ramps: it loads with every row's, as it trained; as a
+	 * version 11 state, the anchor's; before version 12, with the epoch shown */
+	for (uint32_t ver = 8; ver <= 11; ver++)
 	{
-		old = unit_state_as_version(blob, len, ver, ver == 8 ? 8 : ver == 9 ? 4 : 0, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 8 ? 12 : ver == 9 ? 8 : 4, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r != NULL, "version %u state: %s", ver, err.msg);
 		if (r)
 		{
-			CHECK_EQ_INT(hw_model_config(r)->count_ramps, HW_COUNT_RAMPS_EVERY_ROW);
+			CHECK_EQ_INT(hw_model_config(r)->count_ramps, ver <= 10 ? HW_COUNT_RAMPS_EVERY_ROW : HW_COUNT_RAMPS_ANCHOR);
+			CHECK_EQ_INT(hw_model_config(r)->absolute_time, 1);
 			CHECK(flat_equal(rt, r, 0) && flat_equal(rt, r, 2) && flat_equal(rt, r, 3));
 			hw_model_free(r);
 		}
@@ -315,7 +321,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	 * version 6 state also the ordinal head: refused */
 	for (uint32_t ver = 6; ver <= 7; ver++)
 	{
-		old = unit_state_as_version(blob, len, ver, ver == 6 ? 16 : 12, &olen);
+		old = unit_state_as_version(blob, len, ver, ver == 6 ? 20 : 16, &olen);
 		r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 		CHECK_MSG(r == NULL, "a version %u state of a model with count ramps was loaded", ver);
 		hw_model_free(r);
@@ -333,7 +339,7 @@ UNIT_TEST(model_state_schedule_fields_and_v1)
 	CHECK(rt != NULL);
 	CHECK_EQ_INT(run_steps(rt, HW_ST_NUMERICAL, 0, 3, NULL, &err), HW_OK);
 	CHECK_EQ_INT(hw_model_state_serialize(rt, &blob, &len, &err), HW_OK);
-	old = unit_state_as_version(blob, len, 4, 24, &olen);
+	old = unit_state_as_version(blob, len, 4, 28, &olen);
 	r = hw_model_state_deserialize(old, olen, c1, HW_SYNTH_NCOLS, k1, HW_SYNTH_NCAT, be, &err);
 	CHECK_MSG(r != NULL, "version 4 state: %s", err.msg);
 	if (r)

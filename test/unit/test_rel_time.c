@@ -65,7 +65,7 @@ typedef struct RtFix
 } RtFix;
 
 static int
-rt_make(RtFix *f, int stype)
+rt_make_abs(RtFix *f, int stype, int absolute_time)
 {
 	HwError       err = {0};
 	HwModelConfig c;
@@ -73,6 +73,7 @@ rt_make(RtFix *f, int stype)
 
 	memset(f, 0, sizeof(*f));
 	hw_model_config_preset(&c, "tiny", &err);
+	c.absolute_time = absolute_time;
 	c.d_text = 32;
 	c.seq_len = 32;
 	c.batch_size = 6;
@@ -84,6 +85,8 @@ rt_make(RtFix *f, int stype)
 	f->p = hw_predictions_alloc(6, 8);
 	return f->m && f->b && f->p && hw_model_param_index(f->m, "enc.ts_rel.w") >= 0;
 }
+
+static int rt_make(RtFix *f, int stype) { return rt_make_abs(f, stype, 1); }
 
 static void
 rt_free(RtFix *f)
@@ -187,6 +190,101 @@ UNIT_TEST(model_rel_time_skips_null_and_target_cells)
 	values(&f, z);
 	CHECK(memcmp(a, z, sizeof(a)) == 0);
 	rt_free(&f);
+}
+
+/* Every visible timestamp cell's epoch slot of sequences 0-5, and the
+ * observation time of the odd ones, moved by +1 (values on a grid of 1/256,
+ * so the moves and trel's differences are exact): the odd sequences' times
+ * relative to their observation time stay as they were, their years do not. */
+static void
+shift_epochs(RtFix *f)
+{
+	int S = f->b->S;
+
+	for (int b = 0; b < 6; b++)
+	{
+		if (b % 2)
+			f->b->seed_time[b] += 1.0f;
+		for (int s = 0; s < S; s++)
+		{
+			size_t i = (size_t) b * S + s;
+
+			if (f->b->semantic_types[i] == HW_ST_TIMESTAMP && !f->b->is_padding[i])
+				f->b->timestamp_values[i * 15 + 14] += 1.0f;
+		}
+	}
+}
+
+/* absolute_time 0: a sequence with an observation time predicts the same
+ * when every time in it moves by the same amount (its cells' epoch slots
+ * are not read); a sequence without one still reads them (a NULL timestamp
+ * cell is read by neither).  With the
+ * default (1) the moved times change the odd sequences' predictions too:
+ * the check can fail.  The option survives the model's state. */
+UNIT_TEST(model_absolute_time_off_reads_times_relative_only)
+{
+	for (int abs_time = 0; abs_time <= 1; abs_time++)
+	{
+		RtFix f;
+		float a[6], z[6];
+		int   S = 32, vis[6] = {0}, odd = 0, even = 0;
+
+		CHECK(rt_make_abs(&f, HW_ST_NUMERICAL, abs_time));
+		CHECK_EQ_INT(hw_model_config(f.m)->absolute_time, abs_time);
+		for (int b = 0; b < 6; b++)
+		{
+			f.b->seed_time[b] = b % 2 ? 0.5f : NAN;
+			for (int s = 0; s < S; s++)
+			{
+				size_t i = (size_t) b * S + s;
+				float *t = f.b->timestamp_values + i * 15 + 14;
+
+				if (f.b->semantic_types[i] == HW_ST_TIMESTAMP && !f.b->is_padding[i])
+				{
+					*t = (float) ((int) (s * 37 + b * 11) % 512 - 256) / 256.0f;   /* -1 .. 1 */
+					vis[b] |= !f.b->is_null[i] && !f.b->is_target[i];
+				}
+			}
+			odd += vis[b] && b % 2;
+			even += vis[b] && !(b % 2);
+		}
+		CHECK_MSG(odd >= 2 && even >= 2, "sequences with a visible timestamp: %d odd, %d even", odd, even);
+		set_rel_w(&f, 2.0f);
+		values(&f, a);
+		shift_epochs(&f);
+		values(&f, z);
+		for (int b = 0; b < 6; b++)
+			CHECK_MSG(!vis[b] || (b % 2 && !abs_time) ? a[b] == z[b] : a[b] != z[b],
+					  "absolute_time %d, sequence %d: %.9g before the move, %.9g after", abs_time, b, a[b], z[b]);
+		{
+			HwError       err = {0};
+			HwModelConfig rc;
+			uint8_t      *blob;
+			size_t        len;
+
+			CHECK_EQ_INT(hw_model_state_serialize(f.m, &blob, &len, &err), HW_OK);
+			CHECK_EQ_INT(hw_model_state_read_config(blob, len, &rc, &err), HW_OK);
+			CHECK_EQ_INT(rc.absolute_time, abs_time);
+			free(blob);
+		}
+		rt_free(&f);
+	}
+}
+
+/* absolute_time needs relative time: without it the epoch stays the only time */
+UNIT_TEST(model_absolute_time_needs_rel_time)
+{
+	HwError       err = {0};
+	HwModelConfig c;
+
+	hw_model_config_preset(&c, "tiny", &err);
+	CHECK_EQ_INT(c.absolute_time, 1);
+	c.absolute_time = 0;
+	CHECK_EQ_INT(hw_model_config_finish(&c, &err), HW_OK);
+	CHECK_EQ_INT(c.absolute_time, 0);
+	c.rel_time = 0;
+	CHECK_EQ_INT(hw_model_config_finish(&c, &err), HW_OK);
+	CHECK_EQ_INT(c.absolute_time, 1);
 }
 
 /* splitmix64's published first output for seed 0 is 0xE220A8397B1DCDAF;

@@ -13,9 +13,10 @@
 
 #define SHARED_PARENT "pg_headwater"
 #define SHARED_DIR SHARED_PARENT "/serving"
-#define SHARED_VERSION 10      /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average);
+#define SHARED_VERSION 11      /* 3: HwModelConfig gained child_means (same size on x86-64); 4: ema_decay (served parameters may be the average);
 								* 5: which weights (last or average) in the name and header; 6: HwModelConfig gained ordinal_head;
-								* 7: count_ramps; 8: head_adamw; 9: head_weight_decay; 10: count_ramps 1 means the anchor row only */
+								* 7: count_ramps; 8: head_adamw; 9: head_weight_decay; 10: count_ramps 1 means the anchor row only;
+								* 11: absolute_time */
 #define SHARED_MAGIC "HWSERVE"        /* 8 bytes with its NUL */
 #define SHARED_ALIGN 64
 /* a temporary file older than this is an abandoned one */
