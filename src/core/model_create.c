@@ -293,7 +293,8 @@ alloc_host_scratch(HwModel *m)
 	m->h_ts = cfg->absolute_time ? NULL : malloc(sizeof(float) * (size_t) m->Nmax * HW_TS_DIM);
 	m->h_link = cfg->link_types ? malloc(sizeof(float) * (size_t) m->Nmax * HW_LINK_DIM) : NULL;
 	m->h_cnt = cfg->child_counts ? malloc(sizeof(float) * (size_t) m->Nmax * HW_CNT_DIM) : NULL;
-	return !((cfg->rel_time && !m->h_trel) || (!cfg->absolute_time && !m->h_ts) || (cfg->link_types && !m->h_link) || (cfg->child_counts && !m->h_cnt) ||
+	return !((cfg->rel_time && !m->h_trel) || (!cfg->absolute_time && !m->h_ts) || (cfg->link_types && !m->h_link) ||
+			 (cfg->child_counts && !m->h_cnt) ||
 			 !m->h_i32a || !m->h_i32b || !m->h_catmap ||
 			 !m->h_tidx || !m->h_tcat || !m->h_f32 || !m->h_u8a || !m->h_u8b);
 }
