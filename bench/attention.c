@@ -18,8 +18,9 @@
  * O(S^2) reference is timed once per preset on one batch element, FULL mask.
  * Per mask it also prints a digest (FNV-1a of the bytes) of the forward's
  * output and lse, the backward's dq, dk, dv and the one-query-per-sequence
- * forward (the serving forward's bits): the inputs are fixed, so two builds that print the same digests
- * compute the same bits on this machine (a kernel change that claims to keep
+ * forward (the serving forward's bits), and a second digest of the serving
+ * forward on whole sequences (output and lse): the inputs are fixed, so two
+ * builds that print the same digests compute the same bits on this machine (a kernel change that claims to keep
  * the arithmetic can be checked that way).
  */
 #include "core/attention.h"
@@ -194,6 +195,9 @@ run_preset(const char *name, int B, int S, int H, int dh, int R, int reps)
 			h = digest(h, dv, n);
 			h = digest(h, orow, (int64_t) B * H * dh);
 			printf("%-9s digest %016llx\n", kn[kind], (unsigned long long) h);
+			h = digest(14695981039346656037ull, os, n);
+			h = digest(h, ls, (int64_t) B * H * S);
+			printf("%-9s serve digest %016llx\n", kn[kind], (unsigned long long) h);
 			free(cell); free(qr); free(orow);
 		}
 		attn_plan_free(plan);
