@@ -45,6 +45,7 @@ typedef struct AttnWork
 	uint8_t *ktile_need;	/* [nt] forward with a query list: the key tiles they visit (zero between calls) */
 	float   *sc;		/* [Sp + T] the list kernel's scores of one query */
 	int32_t *kidx;		/* [Sp] the list kernel's keys of one query (permuted positions) */
+	int32_t *dense;		/* [Sp] the direct list kernel's rows set aside for the tiles */
 } AttnWork;
 
 /*
@@ -60,6 +61,14 @@ typedef struct AttnWork
 typedef void (*AttnFwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							  float *out, float *lse, const float *q, const float *k, const float *v,
 							  const int32_t *only, int n_only);
+/* The serving forward by lists of queries [i0, i1) of sequence b, every
+ * head at once (dh a multiple of 16; attention_lists.h
+ * fwd_rows_list_direct): q and out rows [., H*dh] from sequence b's first
+ * row (only == NULL: query i is row i; else only[i] the flat cell b*S +
+ * position of query i, q and out the list's rows from its first), k, v
+ * from sequence b's first row, lse [H,S] of sequence b (only == NULL). */
+typedef void (*AttnFwdRowsFn)(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+							  const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1);
 typedef void (*AttnBwdHeadFn)(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							  float *dq, float *dk, float *dv, const float *dout, const float *out,
 							  const float *lse, const float *q, const float *k, const float *v);
@@ -78,6 +87,8 @@ void attn_fwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, A
 void attn_fwd_head_list_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							   float *out, float *lse, const float *q, const float *k, const float *v,
 							   const int32_t *only, int n_only);
+void attn_fwd_rows_list_avx512(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+							 const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1);
 void attn_bwd_head_avx512(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						  float *dq, float *dk, float *dv, const float *dout, const float *out,
 						  const float *lse, const float *q, const float *k, const float *v);
@@ -87,6 +98,8 @@ void attn_fwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, Att
 void attn_fwd_head_list_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							   float *out, float *lse, const float *q, const float *k, const float *v,
 							   const int32_t *only, int n_only);
+void attn_fwd_rows_list_avx2(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+							 const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1);
 void attn_bwd_head_avx2(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						float *dq, float *dk, float *dv, const float *dout, const float *out,
 						const float *lse, const float *q, const float *k, const float *v);
@@ -96,6 +109,8 @@ void attn_fwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, 
 void attn_fwd_head_list_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 							   float *out, float *lse, const float *q, const float *k, const float *v,
 							   const int32_t *only, int n_only);
+void attn_fwd_rows_list_generic(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+							 const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1);
 void attn_bwd_head_generic(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w,
 						   float *dq, float *dk, float *dv, const float *dout, const float *out,
 						   const float *lse, const float *q, const float *k, const float *v);

@@ -1,8 +1,9 @@
 /*
  * attention_kernels.c: block-sparse masked attention on the CPU, forward
  * and backward, over a plan of attention_plan.c (contract in attention.h):
- * one OpenMP task per (b, h), each thread with its own work buffers, and
- * the per-(b, h) kernels of attention_tiles.h in the build for this CPU's
+ * one OpenMP task per (b, h) (the serving forward by lists: per block of
+ * queries, every head), each thread with its own work buffers, and
+ * the kernels of attention_tiles.h in the build for this CPU's
  * vector width (AVX-512, AVX2 or the baseline), chosen at run time.
  */
 #include "core/attention_internal.h"
@@ -23,8 +24,8 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	/* the forward's buffers (q, kt, v, o, lse) first: a forward allocates
 	 * and clears only those */
 	size_t  base = backward ? n * 10 + 2 * Sp + 2 * T * T : n * 4 + Sp;
-	/* then the list kernel's scores [Sp + T] and keys [Sp] */
-	size_t  total = base + 2 * Sp + T;
+	/* then the list kernel's scores [Sp + T], keys [Sp] and rows set aside [Sp] */
+	size_t  total = base + 3 * Sp + T;
 	size_t  marks = total;     /* then the query list's marks: Sp bytes, nt ints, nt bytes */
 
 	total += (Sp + 3) / 4 + (size_t) nt + ((size_t) nt + 3) / 4;
@@ -44,6 +45,7 @@ work_alloc(AttnWork *w, int S, int dh, bool backward)
 	w->lse = buf + 4 * n;
 	w->sc = buf + base;
 	w->kidx = (int32_t *) (buf + base + Sp + T);
+	w->dense = w->kidx + Sp;
 	w->qsel = (uint8_t *) (buf + marks);
 	w->tile_n = (int *) (buf + marks + (Sp + 3) / 4);
 	w->ktile_need = (uint8_t *) (w->tile_n + nt);
@@ -120,15 +122,19 @@ typedef struct AttnKernels
 {
 	AttnFwdHeadFn fwd, fwd_list;
 	AttnBwdHeadFn bwd;
+	AttnFwdRowsFn fwd_rows;
 } AttnKernels;
 
 static const AttnKernels *
 kernels_in_use(void)
 {
-	static const AttnKernels generic = {attn_fwd_head_generic, attn_fwd_head_list_generic, attn_bwd_head_generic};
+	static const AttnKernels generic = {attn_fwd_head_generic, attn_fwd_head_list_generic, attn_bwd_head_generic,
+										attn_fwd_rows_list_generic};
 #if HW_ATTN_X86_BUILDS
-	static const AttnKernels avx2 = {attn_fwd_head_avx2, attn_fwd_head_list_avx2, attn_bwd_head_avx2};
-	static const AttnKernels avx512 = {attn_fwd_head_avx512, attn_fwd_head_list_avx512, attn_bwd_head_avx512};
+	static const AttnKernels avx2 = {attn_fwd_head_avx2, attn_fwd_head_list_avx2, attn_bwd_head_avx2,
+									 attn_fwd_rows_list_avx2};
+	static const AttnKernels avx512 = {attn_fwd_head_avx512, attn_fwd_head_list_avx512, attn_bwd_head_avx512,
+									   attn_fwd_rows_list_avx512};
 
 	switch (attn_kernels_in_use())
 	{
@@ -193,6 +199,90 @@ for_each_head(const HeadCall *c, bool backward, HeadFn fn)
 	}
 }
 
+/* The serving forward by lists with every head of a query at once
+ * (fwd_rows): on the sparse masks where dh is a multiple of 16. */
+static bool
+serving_by_rows(const HeadCall *c)
+{
+	return c->plan->kind != HW_MASK_FULL && c->dh % T == 0;
+}
+
+/*
+ * Queries per task of the serving forward by rows.  A chunk of two
+ * sequences of 256 rows makes eight tasks, as many as its (b, h) pairs
+ * made for the two threads to balance; a sequence's dense rows are redone
+ * by tiles within its task, so blocks much smaller would build its key
+ * tiles more often.
+ */
+#define ROWS_PER_TASK 64
+
+/* queries of sequence b in a serving call: the whole sequence, its listed
+ * cells (off), or its one row (cell without off) */
+static int
+call_queries(const HeadCall *c, int b)
+{
+	if (c->off)
+		return (int) (c->off[b + 1] - c->off[b]);
+	return c->cell ? 1 : c->plan->S;
+}
+
+/* queries [i0, i1) of sequence b, every head (fwd_rows); w NULL (no work
+ * buffers): their outputs NaN, as forward_one_head's */
+static void
+rows_block(const HeadCall *c, AttnWork *w, int b, int i0, int i1)
+{
+	int            S = c->plan->S, H = c->H, D = H * c->dh;
+	int64_t        first = c->cell ? (c->off ? c->off[b] : b) : (int64_t) b * S;   /* its first q/out row */
+	const int32_t *only = c->cell ? c->cell + first : NULL;
+	float         *lse = c->cell ? NULL : c->lse + (int64_t) b * H * S;
+
+	if (w)
+	{
+		c->kern->fwd_rows(c->plan, b, H, c->dh, w, c->out + first * D, lse, c->q + first * D,
+						  c->k + (int64_t) b * S * D, c->v + (int64_t) b * S * D, only, i0, i1);
+		return;
+	}
+	for (int i = i0; i < i1; i++)
+	{
+		for (int d = 0; d < D; d++)
+			c->out[(first + i) * D + d] = NAN;
+		for (int h = 0; lse && h < H; h++)
+			lse[(int64_t) h * S + i] = NAN;
+	}
+}
+
+/* the serving forward by rows on the call's sequences: one OpenMP task per
+ * block of ROWS_PER_TASK queries of a sequence (a sequence's blocks in a
+ * flat range of its maximal count; the empty ones return at once) */
+static void
+for_each_row_block(const HeadCall *c)
+{
+	int B = c->nb > 0 ? c->nb : c->plan->B, b0 = c->b0, per = 0;
+
+	for (int b = b0; b < b0 + B; b++)
+	{
+		int n = (call_queries(c, b) + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+
+		per = n > per ? n : per;
+	}
+#pragma omp parallel
+	{
+		AttnWork w;
+		int      ok = work_alloc(&w, c->plan->S, c->dh, false) == 0;
+
+#pragma omp for schedule(dynamic, 1)
+		for (int t = 0; t < B * per; t++)
+		{
+			int b = b0 + t / per, i0 = (t % per) * ROWS_PER_TASK, n = call_queries(c, b);
+
+			if (i0 < n)
+				rows_block(c, ok ? &w : NULL, b, i0, i0 + ROWS_PER_TASK < n ? i0 + ROWS_PER_TASK : n);
+		}
+		if (ok)
+			free(w.q);
+	}
+}
+
 static void
 forward_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 {
@@ -233,7 +323,9 @@ attn_block_sparse_forward_seqs(float *out, float *lse, const float *q, const flo
 				  .b0 = b0, .nb = nb, .kern = kernels_in_use()};
 
 	c.fwd = serving_forward(c.kern, plan);
-	if (nb > 0)
+	if (nb > 0 && serving_by_rows(&c))
+		for_each_row_block(&c);
+	else if (nb > 0)
 		for_each_head(&c, false, forward_one_head);
 }
 
@@ -300,8 +392,10 @@ attn_block_sparse_forward_cells(float *out, const float *q, const float *k, cons
 				  .kern = kernels_in_use()};
 
 	c.fwd = serving_forward(c.kern, plan);
-
-	for_each_head(&c, false, cells_one_head);
+	if (serving_by_rows(&c))
+		for_each_row_block(&c);
+	else
+		for_each_head(&c, false, cells_one_head);
 }
 
 void

@@ -7,8 +7,9 @@
  * target rows, cell lists) takes each query's allowed keys from the plan's
  * mask words as a list and computes only those: a dot product per key
  * summed over 16 lanes in tile_sum's order, a two-pass softmax, the
- * weighted V rows in four sums.  Rows dense in their tiles run by tiles
- * instead (fwd_row_dense).  Training and the full mask keep the tile
+ * weighted V rows in four sums.  Where dh is a multiple of 16 every head
+ * of a query runs on one list of its keys (fwd_rows_list_direct).  Rows
+ * dense in their tiles run by tiles instead (fwd_row_dense).  Training and the full mask keep the tile
  * kernel of attention_tiles.h.
  */
 #ifndef HW_ATTENTION_TILES_H_INSIDE
@@ -310,33 +311,57 @@ fwd_row_dense(float *restrict oi, const float *restrict qi, const HwAttnPlan *pl
 }
 
 /*
- * Forward of one (b, h) by lists, reading q, k, v and writing out where
- * they lie (head h of rows [S,H,dh]: dh a multiple of 16, so a row's
- * vectors hold its own head alone): no gathers, no scatter.  Each query
- * (every row, or the listed ones) takes its keys from the plan
- * (query_keys) and fwd_row_list.
+ * Forward of queries [i0, i1) of sequence b by lists, every head at once,
+ * reading q, k, v and writing out where they lie (rows [., H*dh], dh a
+ * multiple of 16, so a row's vectors hold one head alone): no gathers, no
+ * scatter.  A query's allowed keys are the same for every head (the masks
+ * are per position), so they are listed once (query_keys, offsets of whole
+ * rows) and each head runs fwd_row_list on them: per head the arithmetic of
+ * a kernel that ran one head at a time, the same bits, and a key row's
+ * heads are read together.  Query i is row i of the sequence, or (only) the
+ * list's i-th, whose q and out rows are the list's i-th.  lse [H,S] of
+ * sequence b (whole sequences only).  Rows dense in their tiles
+ * (LIST_MAX_PER_TILE) are set aside in w->dense and run by tiles after the
+ * others, head by head (fwd_row_dense builds one head's key tiles).
  */
 static inline __attribute__((always_inline)) void
-fwd_head_list_direct(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float *out, float *lse,
-					 const float *q, const float *k, const float *v, const int32_t *only, int n_only)
+fwd_rows_list_direct(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+					 const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1)
 {
-	int            S = plan->S, D = H * dh;
+	int            S = plan->S, D = H * dh, nd = 0;
 	const int32_t *perm = plan->perm + (int64_t) b * S, *iperm = plan->iperm + (int64_t) b * S;
-	int            nq = only ? n_only : S;
 
-	for (int i = 0; i < nq; i++)
+	for (int i = i0; i < i1; i++)
 	{
-		/* query i: row i of the sequence, or the list's i-th (its q and out
-		 * rows the list's i-th) */
 		int     pos = only ? only[i] - b * S : i, tiles;
-		int64_t row = (int64_t) i * D + h * dh;
-		int     n = query_keys(plan, b, iperm[pos], w, perm, H, h, dh, 0, &tiles);
-		float   l = n > LIST_MAX_PER_TILE * tiles ?
-			fwd_row_dense(out + row, q + row, plan, b, iperm[pos], w, perm, k, v, H, h, dh) :
-			fwd_row_list(out + row, q + row, k, v, w->kidx, n, w->sc, dh);
+		int64_t row = (int64_t) i * D;
+		int     n = query_keys(plan, b, iperm[pos], w, perm, H, 0, dh, 0, &tiles);
 
-		if (!only)
-			lse[i] = l;
+		if (n > LIST_MAX_PER_TILE * tiles)
+		{
+			w->dense[nd++] = i;
+			continue;
+		}
+		for (int h = 0; h < H; h++)
+		{
+			float l = fwd_row_list(out + row + h * dh, q + row + h * dh, k + h * dh, v + h * dh, w->kidx, n,
+								   w->sc, dh);
+
+			if (!only)
+				lse[(int64_t) h * S + i] = l;
+		}
 	}
-	memset(w->ktile_need, 0, plan->nt);
+	for (int h = 0; h < H && nd > 0; h++)
+	{
+		for (int j = 0; j < nd; j++)
+		{
+			int     i = w->dense[j], pos = only ? only[i] - b * S : i;
+			int64_t row = (int64_t) i * D + h * dh;
+			float   l = fwd_row_dense(out + row, q + row, plan, b, iperm[pos], w, perm, k, v, H, h, dh);
+
+			if (!only)
+				lse[(int64_t) h * S + i] = l;
+		}
+		memset(w->ktile_need, 0, plan->nt);
+	}
 }

@@ -427,7 +427,8 @@ fwd_query_tile(const HwAttnPlan *plan, int64_t p0, int64_t p1, int qt, int nq, A
 }
 
 /* Forward of one (b, h) (attention_internal.h), by the tile kernel or the
- * list kernel.  With a list of queries the same loops skip the other
+ * list kernel on gathered rows (dh not a multiple of 16: where it is, the
+ * serving forward runs fwd_rows_list_direct instead).  With a list of queries the same loops skip the other
  * queries (and the query tiles holding none of them), so a listed row runs
  * the very instructions of the full forward; only the key tiles those
  * query tiles visit are gathered (the other buffers' rows keep stale
@@ -439,11 +440,6 @@ fwd_head(const HwAttnPlan *plan, int b, int h, int H, int dh, AttnWork *w, float
 	int            S = plan->S, nt = plan->nt, dhp = w->dhp, D = H * dh;
 	const int32_t *iperm = plan->iperm + (int64_t) b * S;
 
-	if (list && dh % T == 0)
-	{
-		fwd_head_list_direct(plan, b, h, H, dh, w, out, lse, q, k, v, only, n_only);
-		return;
-	}
 	if (only)
 		gather_fwd_listed(plan, b, h, H, dh, w, q, k, v, only, n_only, list);
 	else
@@ -494,6 +490,13 @@ HW_ATTN_NAME(attn_fwd_head_list)(const HwAttnPlan *plan, int b, int h, int H, in
 								 const int32_t *only, int n_only)
 {
 	fwd_head(plan, b, h, H, dh, w, out, lse, q, k, v, only, n_only, true);
+}
+
+void
+HW_ATTN_NAME(attn_fwd_rows_list)(const HwAttnPlan *plan, int b, int H, int dh, AttnWork *w, float *out, float *lse,
+								 const float *q, const float *k, const float *v, const int32_t *only, int i0, int i1)
+{
+	fwd_rows_list_direct(plan, b, H, dh, w, out, lse, q, k, v, only, i0, i1);
 }
 
 /* P and dS of one query against one key tile (its rows of each, [T],
