@@ -102,6 +102,9 @@ cpu_destroy(HwBackend *be)
 	{
 		free(c->scratch);
 		free(c->bpack);
+		for (int t = 0; t < c->n_sub; t++)
+			cpu_destroy(c->sub[t]);
+		free(c->sub);
 	}
 	free(c);
 	free(be);
@@ -196,6 +199,62 @@ cpu_attn_backward(HwBackend *be, float *dq, float *dk, float *dv, const float *d
 	pop_threads(old);
 }
 
+/* ---------------------------------------------------------------- items */
+
+/* the single-thread backends of parallel_items for nt threads (made once,
+ * grown with the team), their settings copied from be's at every call */
+static bool
+cpu_subs(HwBackend *be, int nt)
+{
+	CpuCtx *c = be->ctx;
+
+	if (c->n_sub < nt)
+	{
+		HwBackend **sub = realloc(c->sub, sizeof(HwBackend *) * nt);
+
+		if (!sub)
+			return false;
+		c->sub = sub;
+		for (; c->n_sub < nt; c->n_sub++)
+			if (!(c->sub[c->n_sub] = hw_backend_cpu_create(1, NULL)))
+				return false;
+	}
+	for (int t = 0; t < nt; t++)
+	{
+		CpuCtx *sc = c->sub[t]->ctx;
+
+		sc->f32pack_disabled = c->f32pack_disabled;
+		sc->bf16_disabled = c->bf16_disabled;
+		sc->amx_disabled = c->amx_disabled;
+	}
+	return true;
+}
+
+/* backend.h parallel_items: the items dynamically over the team, thread t
+ * calling on sub-backend t; a nested region inside takes one thread (the
+ * sub-backends' team size, and omp_set_num_threads(1) for the entries
+ * that take the default) */
+static bool
+cpu_parallel_items(HwBackend *be, int n, void (*fn)(HwBackend *sub, int i, void *arg), void *arg)
+{
+	int nt = cpu_nthreads(be);
+
+	if (nt <= 1 || !cpu_subs(be, nt))
+		return false;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+	{
+		HwBackend *sub = ((CpuCtx *) be->ctx)->sub[omp_get_thread_num()];
+
+		omp_set_num_threads(1);
+#pragma omp for schedule(dynamic, 1)
+		for (int i = 0; i < n; i++)
+			fn(sub, i, arg);
+	}
+#endif
+	return true;
+}
+
 /* ---------------------------------------------------------------- table */
 
 static const HwBackendOps cpu_ops = {
@@ -248,6 +307,7 @@ static const HwBackendOps cpu_ops = {
 	.attn_forward_seqs = cpu_attn_forward_seqs,
 	.attn_forward_rows = cpu_attn_forward_rows,
 	.attn_forward_cells = cpu_attn_forward_cells,
+	.parallel_items = cpu_parallel_items,
 };
 
 HwBackend *

@@ -30,6 +30,8 @@ typedef struct CpuCtx
 	bool    amx_disabled;          /* hw_backend_cpu_disable_amx: bf16 on AVX512_BF16 even where AMX exists */
 	void   *bpack;                 /* a product's packed B (cpu_bpack) */
 	size_t  bpack_bytes;
+	struct HwBackend **sub;        /* [n_sub] single-thread backends of parallel_items, made on first use */
+	int     n_sub;
 } CpuCtx;
 
 /* the backend's OpenMP team size */

@@ -324,6 +324,15 @@ typedef struct HwBackendOps
 	 * pruning. */
 	void  (*attn_forward_cells)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
 								const void *plan, const int32_t *off, const int32_t *cell, int H, int dh);
+	/* fn(sub, i, arg) for every i in [0, n), the items shared out between
+	 * the backend's threads, each call on a single-thread backend of its own
+	 * (sub: this backend's settings, its own buffers) -- for items that
+	 * touch disjoint data (a sequence's leading stages of the serving
+	 * forward), where one item per thread beats every entry splitting its
+	 * rows between the threads and joining after each.  Returns false,
+	 * having run nothing, with one thread or when the single-thread
+	 * backends cannot be made.  NULL: a device backend. */
+	bool  (*parallel_items)(HwBackend *be, int n, void (*fn)(HwBackend *sub, int i, void *arg), void *arg);
 } HwBackendOps;
 
 struct HwBackend
@@ -338,7 +347,8 @@ struct HwBackend
  * omp_get_max_threads().  Sets OpenBLAS to 1 thread: the backend does its
  * own (thread-count independent) blocking.  Like every backend, one
  * thread calls it at a time, never from inside an OpenMP parallel region
- * (its buffers are its own, sliced per thread of a call). */
+ * (its buffers are its own, sliced per thread of a call) -- except the
+ * single-thread backends that parallel_items hands each of its threads. */
 HwBackend *hw_backend_cpu_create(int n_threads, HwError *err);
 void       hw_backend_destroy(HwBackend *be);
 

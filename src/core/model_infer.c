@@ -10,7 +10,9 @@
  * (gathered), and the last FFN runs on those B rows.  The stages before
  * run on the cells whose output can still reach a target (model_reach.c),
  * when those are few; the first layers stay whole, on packed weights a
- * chunk of sequences at a time (the attention reads q, k, v in cache).
+ * sequence per thread through all of them (infer_whole_stages) where the
+ * backend runs items in parallel, else a chunk of sequences at a time
+ * (the attention reads q, k, v in cache).
  *
  * Precision: the layers' GEMMs in fp32 (per-sequence products) or, after
  * hw_model_set_inference_precision, on packed weights in fp32 or bf16
@@ -60,12 +62,19 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
  * gemm_f32_packed); else fp32 per-sequence products (gemm_blocks).
  */
 static void
+packed_gemm_on(HwModel *m, HwBackend *be, int slot, int M, int n0, int N, int K, const float *A, int lda,
+			   float beta, float *C, int ldc)
+{
+	const HwBackendOps *o = be->ops;
+
+	(m->pk_bf16 ? o->gemm_bf16 : o->gemm_f32_packed)(be, M, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+}
+
+static void
 packed_gemm(HwModel *m, int slot, int M, int n0, int N, int K, const float *A, int lda, float beta, float *C,
 			int ldc)
 {
-	const HwBackendOps *o = m->be->ops;
-
-	(m->pk_bf16 ? o->gemm_bf16 : o->gemm_f32_packed)(m->be, M, N, K, A, lda, m->pk[slot], n0, beta, C, ldc);
+	packed_gemm_on(m, m->be, slot, M, n0, N, K, A, lda, beta, C, ldc);
 }
 
 static void
@@ -186,42 +195,57 @@ chunk_rows(const HwModel *m)
  * list kernel, whose bits the target rows and cell lists share), else the
  * training forward on the whole batch (nb = B) */
 static void
-serving_attention(HwModel *m, int s, SubAct *a, int b0, int nb)
+serving_attention(HwModel *m, HwBackend *be, int s, SubAct *a, int b0, int nb)
 {
-	const HwBackendOps *o = m->be->ops;
+	const HwBackendOps *o = be->ops;
 
 	if (o->attn_forward_seqs)
-		o->attn_forward_seqs(m->be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, m->H, m->dh);
+		o->attn_forward_seqs(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], b0, nb, m->H, m->dh);
 	else
-		o->attn_forward(m->be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
+		o->attn_forward(be, a->att, a->lse, a->qs, a->kn, a->v, m->plans[s], m->H, m->dh);
 }
 
 /*
  * Attention sublayer s of layer l (not the model's last) on sequences
- * [b0, b0 + nb) into those rows of xout [N,D]: [q|k|v|gp] = rms(x) @ W4^T,
- * QK-norm, the attention, the output projection and the gated residual; the
- * range's [q|k|v|gp] and projected rows in the first rows of qkvg and o.
- * The whole batch in one call per stage, or (infer_attention_sublayer) a
- * chunk of sequences at a time: the same kernels on the same rows, the
- * same bits.
+ * [b0, b0 + nb) into those rows of xout [N,D], on backend be: [q|k|v|gp] =
+ * rms(x) @ W4^T, QK-norm, the attention, the output projection and the
+ * gated residual; the range's [q|k|v|gp] rows in qkvg [nb*S,4D] and its
+ * projected rows in o [nb*S,D].  The whole batch in one call per stage, a
+ * chunk of sequences at a time (infer_attention_sublayer) or one sequence
+ * on a thread's own backend (whole_stages_of_sequence): the same kernels
+ * on the same rows, the same bits.  Without packed weights be is the
+ * model's and the range the whole batch (per-sequence products).
  */
 static void
-infer_attention_sequences(HwModel *m, int l, int s, int b0, int nb, float *xout)
+attention_sequences(HwModel *m, HwBackend *be, int l, int s, int b0, int nb, float *xout, float *qkvg, float *o)
 {
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
+	const HwBackendOps *ops = be->ops;
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
 	int                 D = m->D, S = m->S, H = m->H, r0 = b0 * S, n = nb * S;
 	size_t              rd = (size_t) r0 * D;
 
-	o->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
-	layer_gemm(m, PK_W4(m, l, s), nb, S, 0, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
-	o->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
-					  a->qkvg, P(p->tau), n, H, m->dh);
-	serving_attention(m, s, a, b0, nb);
-	layer_gemm(m, PK_WO(m, l, s), nb, S, 0, D, D, a->att + rd, D, P(p->wo), 0.0f, a->o, D);
-	o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
+	ops->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
+	if (m->pk)
+		packed_gemm_on(m, be, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, qkvg, 4 * D);
+	else
+		gemm_blocks(m, nb, S, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, qkvg, 4 * D);
+	ops->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H,
+						a->knorm + (size_t) r0 * H, qkvg, P(p->tau), n, H, m->dh);
+	serving_attention(m, be, s, a, b0, nb);
+	if (m->pk)
+		packed_gemm_on(m, be, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, o, D);
+	else
+		gemm_blocks(m, nb, S, D, D, a->att + rd, D, P(p->wo), 0.0f, o, D);
+	ops->gate_residual_forward(be, xout + rd, a->x_in + rd, qkvg + 3 * D, 4 * D, o, n, D);
+}
+
+static void
+infer_attention_sequences(HwModel *m, int l, int s, int b0, int nb, float *xout)
+{
+	SubAct *a = &m->sa[l * m->A + s];
+
+	attention_sequences(m, m->be, l, s, b0, nb, xout, a->qkvg, a->o);
 }
 
 /*
@@ -451,7 +475,7 @@ infer_last_attention(HwModel *m, int l, int s)
 		o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
 		layer_gemm(m, slot, B, m->S, 0, 4 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg, 4 * D);
 		o->qknorm_forward(be, a->qs, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, m->H, m->dh);
-		serving_attention(m, s, a, 0, B);
+		serving_attention(m, be, s, a, 0, B);
 		o->gather_rows(be, att_t, a->att, m->d_tidx, B, D);
 		o->gather_rows(be, tq, a->qkvg, m->d_tidx, B, 4 * D);
 	}
@@ -477,28 +501,39 @@ infer_last_attention(HwModel *m, int l, int s)
 	o->gate_residual_forward(be, m->dkn, xin_t, tq + 3 * D, 4 * D, o_t, B, D);
 }
 
+/* xout [n,D] = xin + the FFN of layer l of xin [n,D] (rows r0 .. r0 + n
+ * of the batch: their norms' rstd), on packed weights and backend be: the
+ * normed rows in xn [n,D], [gate|up] in gu [n,2F], the hidden rows in h
+ * [n,F] */
+static void
+ffn_rows(HwModel *m, HwBackend *be, int l, int r0, int n, const float *xin, float *xout, float *xn, float *gu,
+		 float *h)
+{
+	const HwBackendOps *o = be->ops;
+	FfnParams          *p = &m->fp[l];
+	int                 D = m->D, F = m->F;
+
+	o->rmsnorm_forward(be, xn, m->fa[l].rstd + r0, xin, P(p->norm_g), n, D);
+	packed_gemm_on(m, be, PK_WGU(m, l), n, 0, 2 * F, D, xn, D, 0.0f, gu, 2 * F);
+	o->swiglu_forward(be, h, gu, n, F);
+	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) n * D);
+	packed_gemm_on(m, be, PK_W2(m, l), n, 0, D, F, h, F, 1.0f, xout, D);
+}
+
 /* xout [R,D] = xin + the FFN of layer l of xin [R,D], on packed weights, a
- * chunk of rows at a time (chunk_rows): a chunk's [gate|up] and hidden rows
- * in the first rows of qkvg and hbuf */
+ * chunk of rows at a time (chunk_rows): a chunk's normed, [gate|up] and
+ * hidden rows in the first rows of xn, qkvg and hbuf */
 static void
 ffn_rows_chunked(HwModel *m, int l, int R, const float *xin, float *xout)
 {
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
-	SubAct             *a = &m->fa[l];
-	FfnParams          *p = &m->fp[l];
-	int                 D = m->D, F = m->F, ch = chunk_rows(m);
+	int ch = chunk_rows(m);
 
 	for (int r0 = 0; r0 < R; r0 += ch)
 	{
 		int    n = R - r0 < ch ? R - r0 : ch;
-		size_t rd = (size_t) r0 * D;
+		size_t rd = (size_t) r0 * m->D;
 
-		o->rmsnorm_forward(be, m->xn, a->rstd + r0, xin + rd, P(p->norm_g), n, D);
-		packed_gemm(m, PK_WGU(m, l), n, 0, 2 * F, D, m->xn, D, 0.0f, a->qkvg, 2 * F);
-		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
-		o->memcpy_d2d(be, xout + rd, xin + rd, sizeof(float) * (size_t) n * D);
-		packed_gemm(m, PK_W2(m, l), n, 0, D, F, m->hbuf, F, 1.0f, xout + rd, D);
+		ffn_rows(m, m->be, l, r0, n, xin + rd, xout + rd, m->xn, m->fa[l].qkvg, m->hbuf);
 	}
 }
 
@@ -590,15 +625,99 @@ infer_heads(HwModel *m)
 		gemm_blocks(m, B, 1, m->K, D, m->Z + HW_HEAD_CAT, HZ, m->E, 0.0f, m->logits, m->K);
 }
 
+/* the input of the stage after stage k (forward order l*(A+1)+s, s == A
+ * the FFN): the next sublayer's, or the model's final rows */
+static float *
+stage_output(HwModel *m, int k)
+{
+	int l = k / (m->A + 1), s = k % (m->A + 1);
+
+	if (s + 1 < m->A)
+		return m->sa[l * m->A + s + 1].x_in;
+	if (s + 1 == m->A)
+		return m->fa[l].x_in;
+	return l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
+}
+
+/* The leading stages that run on every cell as the same rows of every
+ * sequence: before the first on cell lists (model_reach.c), and before
+ * the last attention sublayer (on the targets).  0 without packed
+ * weights (the products are per sequence, one call for the batch). */
+static int
+whole_stage_count(const HwModel *m)
+{
+	int last = (m->L - 1) * (m->A + 1) + m->A - 1;
+
+	if (!m->pk || m->L == 0)
+		return 0;
+	return m->reach_from < last ? m->reach_from : last;
+}
+
+/*
+ * Stages [0, n) of sequence b alone, on a thread's own backend
+ * (parallel_items): each sublayer's kernels on the sequence's rows, its
+ * intermediates at those rows of the full-size buffers ([N,4D] qkvg, [N,D]
+ * o and xn, [N,2F] and [N,F] of the FFN), so that sequences on other
+ * threads never share a row.  The same kernels on the same rows as stage
+ * by stage (a sequence's attention reads its own rows alone; a packed
+ * product's row is computed alike whatever the call), so the same bits;
+ * and a sequence's rows stay in its core's cache from stage to stage,
+ * with no join between stages.
+ */
+typedef struct WholeStages
+{
+	HwModel *m;
+	int      n;
+} WholeStages;
+
+static void
+whole_stages_of_sequence(HwBackend *be, int b, void *arg)
+{
+	const WholeStages *w = arg;
+	HwModel           *m = w->m;
+	int                S = m->S, D = m->D, F = m->F, r0 = b * S;
+	size_t             rd = (size_t) r0 * D;
+
+	for (int k = 0; k < w->n; k++)
+	{
+		int l = k / (m->A + 1), s = k % (m->A + 1);
+
+		if (s < m->A)
+		{
+			SubAct *a = &m->sa[l * m->A + s];
+
+			attention_sequences(m, be, l, s, b, 1, stage_output(m, k), a->qkvg + 4 * rd, a->o + rd);
+		}
+		else
+			ffn_rows(m, be, l, r0, S, m->fa[l].x_in + rd, stage_output(m, k) + rd, m->xn + rd,
+					 m->fa[l].qkvg + (size_t) r0 * 2 * F, m->hbuf + (size_t) r0 * F);
+	}
+}
+
+/* the leading whole stages (whole_stage_count) a sequence per thread, where
+ * the backend runs items in parallel; returns how many stages ran (0: the
+ * stage-by-stage loop runs them all) */
+static int
+infer_whole_stages(HwModel *m)
+{
+	WholeStages w = {.m = m, .n = whole_stage_count(m)};
+
+	if (w.n == 0 || !m->be->ops->parallel_items ||
+		!m->be->ops->parallel_items(m->be, m->B, whole_stages_of_sequence, &w))
+		return 0;
+	return w.n;
+}
+
 static int
 infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 {
-	int rc;
+	int rc, done;
 
 	if ((rc = model_prepare_batch(m, bt, err)) != HW_OK || (rc = model_packed_refresh(m, err)) != HW_OK ||
 		(rc = model_reach_plan(m, bt, err)) != HW_OK)
 		return rc;
 	infer_encoder(m);
+	done = infer_whole_stages(m);
 	for (int l = 0; l < m->L; l++)
 	{
 		float *next_x = l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
@@ -608,6 +727,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 			int    k = l * (m->A + 1) + s;
 			float *xout = s + 1 < m->A ? m->sa[l * m->A + s + 1].x_in : m->fa[l].x_in;
 
+			if (k < done)
+				continue;
 			if (l == m->L - 1 && s == m->A - 1)
 				infer_last_attention(m, l, s);
 			else if (k >= m->reach_from)
@@ -615,6 +736,8 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 			else
 				infer_attention_sublayer(m, l, s, xout);
 		}
+		if (l * (m->A + 1) + m->A < done)
+			continue;
 		if (l < m->L - 1 && l * (m->A + 1) + m->A >= m->reach_from)
 			infer_ffn_cells(m, l, l * (m->A + 1) + m->A, next_x);
 		else
