@@ -326,7 +326,8 @@ typedef struct HwBackendOps
 								const void *plan, const int32_t *off, const int32_t *cell, int H, int dh);
 	/* fn(sub, i, arg) for every i in [0, n), the items shared out between
 	 * the backend's threads, each call on a single-thread backend of its own
-	 * (sub: this backend's settings, its own buffers) -- for items that
+	 * (sub: this backend's settings and device memory, its own scratch
+	 * buffers; be's allocations are sub's to read and write) -- for items that
 	 * touch disjoint data (a sequence's leading stages of the serving
 	 * forward), where one item per thread beats every entry splitting its
 	 * rows between the threads and joining after each.  Returns false,

@@ -147,31 +147,21 @@ upload_targets(HwModel *m, const HwBatch *bt, HwError *err)
 	return HW_OK;
 }
 
-/* [N, HW_REL_TIME_DIM]: non-zero only on visible timestamp cells of a
- * sequence with an observation time (timeenc.h) */
+/* sequence b's rows of [N, HW_REL_TIME_DIM]: non-zero only on visible
+ * timestamp cells of a sequence with an observation time (timeenc.h) */
 static void
-upload_rel_time(HwModel *m, const HwBatch *bt)
+rel_time_rows(HwModel *m, const HwBatch *bt, int b)
 {
-	int B = bt->B, S = bt->S, N = B * S;
+	int     S = bt->S;
+	float   ref = bt->seed_time[b];
+	int64_t i0 = (int64_t) b * S;
 
-	memset(m->h_trel, 0, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
-	for (int b = 0; b < B; b++)
-	{
-		float ref = bt->seed_time[b];
-
-		if (isnan(ref))
-			continue;
-		for (int s = 0; s < S; s++)
-		{
-			int64_t i = (int64_t) b * S + s;
-
-			if (bt->semantic_types[i] == HW_ST_TIMESTAMP && !bt->is_null[i] && !bt->is_target[i] &&
-				!bt->is_padding[i])
-				hw_rel_time_features(ref, bt->timestamp_values[i * 15 + 14],
-									 m->h_trel + i * HW_REL_TIME_DIM);
-		}
-	}
-	m->be->ops->memcpy_h2d(m->be, m->d_trel, m->h_trel, sizeof(float) * (size_t) N * HW_REL_TIME_DIM);
+	memset(m->h_trel + i0 * HW_REL_TIME_DIM, 0, sizeof(float) * (size_t) S * HW_REL_TIME_DIM);
+	if (isnan(ref))
+		return;
+	for (int64_t i = i0; i < i0 + S; i++)
+		if (bt->semantic_types[i] == HW_ST_TIMESTAMP && !bt->is_null[i] && !bt->is_target[i] && !bt->is_padding[i])
+			hw_rel_time_features(ref, bt->timestamp_values[i * 15 + 14], m->h_trel + i * HW_REL_TIME_DIM);
 }
 
 /* the timestamp values [N, HW_TS_DIM] the model reads: the batch's, or
@@ -192,13 +182,12 @@ timestamp_values(HwModel *m, const HwBatch *bt)
 	return m->h_ts;
 }
 
-/* [N, HW_LINK_DIM]: every cell of a row reached through an FK gets its link's code */
+/* sequence b's rows of [N, HW_LINK_DIM]: every cell of a row reached
+ * through an FK gets its link's code */
 static void
-upload_link_codes(HwModel *m, const HwBatch *bt)
+link_code_rows(HwModel *m, const HwBatch *bt, int b)
 {
-	int N = bt->B * bt->S;
-
-	for (int64_t i = 0; i < N; i++)
+	for (int64_t i = (int64_t) b * bt->S; i < (int64_t) (b + 1) * bt->S; i++)
 	{
 		float *f = m->h_link + i * HW_LINK_DIM;
 
@@ -207,29 +196,28 @@ upload_link_codes(HwModel *m, const HwBatch *bt)
 		else
 			memset(f, 0, sizeof(float) * HW_LINK_DIM);
 	}
-	m->be->ops->memcpy_h2d(m->be, m->d_link, m->h_link, sizeof(float) * (size_t) N * HW_LINK_DIM);
 }
 
-/* [N, HW_CNT_DIM] child-count features: the cells of a row share its
- * features, and a row's cells are consecutive: compute once per run of
- * equal counts */
+/* sequence b's rows of [N, HW_CNT_DIM], the child-count features: the
+ * cells of a row share its features, and a row's cells are consecutive:
+ * computed once per run of equal counts inside the sequence (whose rows
+ * alone a call writes and reads) */
 static void
-upload_child_counts(HwModel *m, const HwBatch *bt)
+child_count_rows(HwModel *m, const HwBatch *bt, int b)
 {
-	const HwBackendOps *o = m->be->ops;
-	int                 N = bt->B * bt->S;
-	const size_t        nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
-	const size_t        mk = HW_MEAN_SLOTS, mc = HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
-	const bool          means = m->cfg.child_means && bt->mean_key && bt->child_mean;
+	const size_t nk = HW_CHILD_LINKS, nc = HW_CHILD_LINKS * HW_CHILD_WINDOWS;
+	const size_t mk = HW_MEAN_SLOTS, mc = HW_MEAN_SLOTS * HW_CHILD_WINDOWS;
+	const bool   means = m->cfg.child_means && bt->mean_key && bt->child_mean;
+	int64_t      i0 = (int64_t) b * bt->S;
 
-	for (int64_t i = 0; i < N; i++)
+	for (int64_t i = i0; i < i0 + bt->S; i++)
 	{
 		float          *f = m->h_cnt + i * HW_CNT_DIM;
 		const uint32_t *key = bt->child_key + i * nk;
 		const uint16_t *cnt = bt->child_count + i * nc;
 		const uint32_t *mkey = means ? bt->mean_key + i * mk : NULL;
 		const float    *mean = means ? bt->child_mean + i * mc : NULL;
-		bool            same = i > 0 && !bt->is_padding[i - 1] &&
+		bool            same = i > i0 && !bt->is_padding[i - 1] &&
 							   memcmp(key, key - nk, sizeof(uint32_t) * nk) == 0 &&
 							   memcmp(cnt, cnt - nc, sizeof(uint16_t) * nc) == 0;
 
@@ -241,7 +229,74 @@ upload_child_counts(HwModel *m, const HwBatch *bt)
 		else
 			hw_child_count_features(key, cnt, mkey, mean, f);
 	}
-	o->memcpy_h2d(m->be, m->d_cnt, m->h_cnt, sizeof(float) * (size_t) N * HW_CNT_DIM);
+}
+
+/* The per-cell side features the model's config asks for (relative times,
+ * link codes, child counts), computed on the host a sequence at a time */
+typedef struct SideFeatures
+{
+	HwModel       *m;
+	const HwBatch *bt;
+	bool           copy;    /* each sequence copies its rows to the device (on a thread's own backend) */
+} SideFeatures;
+
+/* the side features of one [rows, dim] buffer: sequence b's rows from host
+ * h to device d */
+static void
+copy_rows(HwBackend *be, float *d, const float *h, int b, int S, int dim)
+{
+	size_t off = (size_t) b * S * dim;
+
+	be->ops->memcpy_h2d(be, d + off, h + off, sizeof(float) * (size_t) S * dim);
+}
+
+static void
+side_features_of_sequence(HwBackend *be, int b, void *arg)
+{
+	const SideFeatures *f = arg;
+	HwModel            *m = f->m;
+	int                 S = f->bt->S;
+
+	if (m->cfg.rel_time)
+		rel_time_rows(m, f->bt, b);
+	if (m->cfg.link_types)
+		link_code_rows(m, f->bt, b);
+	if (m->cfg.child_counts)
+		child_count_rows(m, f->bt, b);
+	if (!f->copy)
+		return;
+	if (m->cfg.rel_time)
+		copy_rows(be, m->d_trel, m->h_trel, b, S, HW_REL_TIME_DIM);
+	if (m->cfg.link_types)
+		copy_rows(be, m->d_link, m->h_link, b, S, HW_LINK_DIM);
+	if (m->cfg.child_counts)
+		copy_rows(be, m->d_cnt, m->h_cnt, b, S, HW_CNT_DIM);
+}
+
+/* The side features of every sequence: a sequence per thread where the
+ * backend runs items in parallel (each copying its own rows), else one
+ * after the other and each buffer copied whole */
+static void
+upload_side_features(HwModel *m, const HwBatch *bt)
+{
+	HwBackend          *be = m->be;
+	const HwBackendOps *o = be->ops;
+	SideFeatures        f = {.m = m, .bt = bt, .copy = true};
+	size_t              N = (size_t) bt->B * bt->S;
+
+	if (!m->cfg.rel_time && !m->cfg.link_types && !m->cfg.child_counts)
+		return;
+	if (o->parallel_items && o->parallel_items(be, bt->B, side_features_of_sequence, &f))
+		return;
+	f.copy = false;
+	for (int b = 0; b < bt->B; b++)
+		side_features_of_sequence(be, b, &f);
+	if (m->cfg.rel_time)
+		o->memcpy_h2d(be, m->d_trel, m->h_trel, sizeof(float) * N * HW_REL_TIME_DIM);
+	if (m->cfg.link_types)
+		o->memcpy_h2d(be, m->d_link, m->h_link, sizeof(float) * N * HW_LINK_DIM);
+	if (m->cfg.child_counts)
+		o->memcpy_h2d(be, m->d_cnt, m->h_cnt, sizeof(float) * N * HW_CNT_DIM);
 }
 
 /* Does cell i carry count ramps?  A cell of the anchor row (link_key 0), or
@@ -408,12 +463,7 @@ model_prepare_batch(HwModel *m, const HwBatch *bt, HwError *err)
 		(rc = map_cells(m, bt, catl, textl, &Uc, err)) != HW_OK ||
 		(rc = upload_targets(m, bt, err)) != HW_OK)
 		return rc;
-	if (m->cfg.rel_time)
-		upload_rel_time(m, bt);
-	if (m->cfg.link_types)
-		upload_link_codes(m, bt);
-	if (m->cfg.child_counts)
-		upload_child_counts(m, bt);
+	upload_side_features(m, bt);
 	if (m->cfg.count_ramps && (rc = upload_count_ramps(m, bt, err)) != HW_OK)
 		return rc;
 	m->B = bt->B;
