@@ -233,13 +233,15 @@ cpu_subs(HwBackend *be, int nt)
 /* backend.h parallel_items: the items dynamically over the team, thread t
  * calling on sub-backend t; a nested region inside takes one thread (the
  * sub-backends' team size, and omp_set_num_threads(1) for the entries
- * that take the default) */
+ * that take the default).  Fewer items than threads would leave threads
+ * idle (one sequence served alone: every entry splitting its rows is
+ * faster), so they run nothing. */
 static bool
 cpu_parallel_items(HwBackend *be, int n, void (*fn)(HwBackend *sub, int i, void *arg), void *arg)
 {
 	int nt = cpu_nthreads(be);
 
-	if (nt <= 1 || !cpu_subs(be, nt))
+	if (nt <= 1 || n < nt || !cpu_subs(be, nt))
 		return false;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)

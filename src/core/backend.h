@@ -331,8 +331,9 @@ typedef struct HwBackendOps
 	 * touch disjoint data (a sequence's leading stages of the serving
 	 * forward), where one item per thread beats every entry splitting its
 	 * rows between the threads and joining after each.  Returns false,
-	 * having run nothing, with one thread or when the single-thread
-	 * backends cannot be made.  NULL: a device backend. */
+	 * having run nothing, with one thread, with fewer items than threads,
+	 * or when the single-thread backends cannot be made.  NULL: a device
+	 * backend. */
 	bool  (*parallel_items)(HwBackend *be, int n, void (*fn)(HwBackend *sub, int i, void *arg), void *arg);
 } HwBackendOps;
 

@@ -1,8 +1,8 @@
 /*
  * test_parallel_items.c: the CPU backend's parallel_items (backend.h):
  * every item runs once, each call on a single-thread backend of its own
- * with the parent's settings, two threads at once; with one thread it runs
- * nothing and says so.
+ * with the parent's settings, two threads at once; with one thread, or
+ * fewer items than threads, it runs nothing and says so.
  */
 #include "unit.h"
 #include "core/backend.h"
@@ -91,6 +91,12 @@ UNIT_TEST(backend_parallel_items_each_once_on_its_own_backend)
 	for (int i = 0; i < N_ITEMS; i++)
 		distinct += g.on[i] != g.on[0];
 	CHECK_MSG(distinct > 0, "every item ran on one sub-backend");
+
+	/* fewer items than threads: nothing runs (the caller's entries split
+	 * their rows between the threads instead) */
+	memset(&g, 0, sizeof(g));
+	CHECK(!be->ops->parallel_items(be, 1, log_item, &g));
+	CHECK_EQ_INT(g.runs[0], 0);
 
 	/* one thread: nothing runs, the caller does the work itself */
 	memset(&g, 0, sizeof(g));
