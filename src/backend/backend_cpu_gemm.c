@@ -230,9 +230,12 @@ cpu_gather_f16_rows(HwBackend *be, float *out, const uint16_t *table, const int3
 			out[(size_t) m * C + c] = hw_f16_to_f32(table[(size_t) idx[m] * C + c]);
 }
 
+/* row copies: split between the threads when they move more than 256 KB
+ * (the serving forward's cell lists: thousands of rows of D floats) */
 void
 cpu_gather_rows(HwBackend *be, float *out, const float *in, const int32_t *idx, int M, int C)
 {
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) M * C > 65536)
 	for (int m = 0; m < M; m++)
 		memcpy(out + (size_t) m * C, in + (size_t) idx[m] * C, C * sizeof(float));
 }
@@ -240,6 +243,7 @@ cpu_gather_rows(HwBackend *be, float *out, const float *in, const int32_t *idx, 
 void
 cpu_scatter_rows(HwBackend *be, float *dst, const float *src, const int32_t *idx, int M, int C)
 {
+#pragma omp parallel for schedule(static) num_threads(cpu_nthreads(be)) if ((int64_t) M * C > 65536)
 	for (int m = 0; m < M; m++)
 		memcpy(dst + (size_t) idx[m] * C, src + (size_t) m * C, C * sizeof(float));
 }

@@ -1,8 +1,10 @@
 /*
- * test_parallel_items.c: the CPU backend's parallel_items (backend.h):
- * every item runs once, each call on a single-thread backend of its own
+ * test_backend_threads.c: the CPU backend's work shared between threads.
+ * parallel_items (backend.h): every item runs once, each call on a single-thread backend of its own
  * with the parent's settings, two threads at once; with one thread, or
- * fewer items than threads, it runs nothing and says so.
+ * fewer items than threads, it runs nothing and says so.  Copies and row
+ * gathers / scatters large enough to be split between the threads: every
+ * byte where it belongs, at odd sizes and offsets.
  */
 #include "unit.h"
 #include "core/backend.h"
@@ -105,4 +107,39 @@ UNIT_TEST(backend_parallel_items_each_once_on_its_own_backend)
 	for (int i = 0; i < N_ITEMS; i++)
 		CHECK_EQ_INT(g.runs[i], 0);
 	hw_backend_destroy(be);
+}
+
+UNIT_TEST(backend_large_copies_and_row_moves_exact)
+{
+	HwError    err = {0};
+	HwBackend *be = hw_backend_cpu_create(2, &err);
+	size_t     n = ((size_t) 1 << 20) + 13;   /* bytes: over the split threshold, not a multiple of 64 */
+	int        M = 3001, C = 37;                /* rows: M * C over the rows' threshold */
+	uint8_t   *src = malloc(n + 1), *dst = malloc(n + 1);
+	float     *rows = malloc(sizeof(float) * M * C), *out = malloc(sizeof(float) * M * C);
+	float     *back = calloc((size_t) M * C, sizeof(float));
+	int32_t   *idx = malloc(sizeof(int32_t) * M);
+
+	CHECK(be && src && dst && rows && out && back && idx);
+	if (!be || !src || !dst || !rows || !out || !back || !idx)
+		return;
+	for (size_t i = 0; i <= n; i++)
+		src[i] = (uint8_t) (i * 131 + 7);
+	memset(dst, 0xAB, n + 1);
+	be->ops->memcpy_d2d(be, dst, src + 1, n);   /* an unaligned source */
+	CHECK_MSG(memcmp(dst, src + 1, n) == 0, "a large copy differs");
+	CHECK_MSG(dst[n] == 0xAB, "a large copy wrote past its end");
+
+	for (int64_t i = 0; i < (int64_t) M * C; i++)
+		rows[i] = (float) i;
+	for (int m = 0; m < M; m++)
+		idx[m] = (int32_t) (((int64_t) m * 1777) % M);   /* a permutation: 1777 and 3001 are coprime */
+	be->ops->gather_rows(be, out, rows, idx, M, C);
+	for (int m = 0; m < M; m++)
+		CHECK_MSG(memcmp(out + (size_t) m * C, rows + (size_t) idx[m] * C, sizeof(float) * C) == 0,
+				  "gathered row %d differs", m);
+	be->ops->scatter_rows(be, back, out, idx, M, C);
+	CHECK_MSG(memcmp(back, rows, sizeof(float) * M * C) == 0, "scattering the gathered rows back differs");
+	hw_backend_destroy(be);
+	free(src); free(dst); free(rows); free(out); free(back); free(idx);
 }
