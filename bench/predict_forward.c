@@ -31,7 +31,11 @@
  * Synthetic sequences (synth_batch.h, 5% padding) of the preset's B x S; rows/s
  * counts predicted sequences (one target each).  Prints the forward GEMMs'
  * GFLOP/s (flop counted from the shapes of the calls) as a share of the
- * peak.  Sampling and SQL are not included (bench/serving.sh measures those).
+ * peak: the products called on the model's backend only (the leading
+ * stages that run a sequence per thread call the threads' own backends,
+ * parallel_items, and are not counted; with two threads or more the figure
+ * covers the stages on cell lists and the tail).  Sampling and SQL are
+ * not included (bench/serving.sh measures those).
  */
 #include "core/backend.h"
 #include "backend/backend_cpu_internal.h"
@@ -240,7 +244,7 @@ run_variant(HwModel *m, HwBackend *be, const HwBatch *b, HwPredictions *pr, int 
 	cms = cpu_ms() - c0;
 	cells = cell_share(m, b);
 	shim_ops = keep;
-	printf("  %-40s %7.1f rows/s wall, %7.1f rows/s per CPU-second (%d batches); GEMM %.2f GFLOP/row, "
+	printf("  %-40s %7.1f rows/s wall, %7.1f rows/s per CPU-second (%d batches); GEMM on the model's backend %.2f GFLOP/row, "
 		   "%.0f%% of the wall time; listed cells %.0f%%\n", variant_names[v], nb * B / (ms / 1e3), nb * B / (cms / 1e3),
 		   nb, gemm_flop / 1e9 / (nb * B), 100 * gemm_ms / ms, 100 * cells);
 	printf("RESULT variant=%d precision=%s prune=%d preset=%s rows_per_s=%.1f rows_per_cpu_s=%.1f "
