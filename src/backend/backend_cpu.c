@@ -202,11 +202,11 @@ cpu_attn_forward_rows(HwBackend *be, float *out, const float *q, const float *k,
 
 static void
 cpu_attn_forward_cells(HwBackend *be, float *out, const float *q, const float *k, const float *v, const void *plan,
-					   const int32_t *off, const int32_t *cell, int H, int dh)
+					   const int32_t *off, const int32_t *cell, int b0, int nb, int H, int dh)
 {
 	int old = push_threads(be);
 
-	attn_block_sparse_forward_cells(out, q, k, v, plan, off, cell, H, dh);
+	attn_block_sparse_forward_cells(out, q, k, v, plan, off, cell, b0, nb, H, dh);
 	pop_threads(old);
 }
 

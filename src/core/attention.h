@@ -95,9 +95,12 @@ void attn_block_sparse_forward_rows(float *out, const float *q, const float *k, 
  * off[b+1]) (flat b*S + position, distinct, off [B+1] host memory; NULL:
  * cell[b] alone, as attn_block_sparse_forward_rows); out and q hold their
  * rows [n, H*dh] in the list's order; each out row is the bits of what
- * the serving forward (_seqs) writes for that cell; k and v are whole. */
+ * the serving forward (_seqs) writes for that cell; k and v are whole.
+ * Sequences [b0, b0 + nb) alone (nb 0: all; with off only), out and q
+ * still indexed by list entry. */
 void attn_block_sparse_forward_cells(float *out, const float *q, const float *k, const float *v,
-									 const HwAttnPlan *plan, const int32_t *off, const int32_t *cell, int H, int dh);
+									 const HwAttnPlan *plan, const int32_t *off, const int32_t *cell, int b0, int nb,
+									 int H, int dh);
 
 /* Backward: dq, dk, dv [B,S,H,dh] are OVERWRITTEN (not accumulated).
  * dout [B,S,H,dh]; out and lse from the forward. */

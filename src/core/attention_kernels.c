@@ -386,10 +386,10 @@ cells_one_head(const HeadCall *c, AttnWork *w, int b, int h)
 
 void
 attn_block_sparse_forward_cells(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
-								const int32_t *off, const int32_t *cell, int H, int dh)
+								const int32_t *off, const int32_t *cell, int b0, int nb, int H, int dh)
 {
 	HeadCall c = {.plan = plan, .H = H, .dh = dh, .out = out, .q = q, .k = k, .v = v, .cell = cell, .off = off,
-				  .kern = kernels_in_use()};
+				  .b0 = off ? b0 : 0, .nb = off ? nb : 0, .kern = kernels_in_use()};
 
 	c.fwd = serving_forward(c.kern, plan);
 	if (serving_by_rows(&c))
@@ -402,5 +402,5 @@ void
 attn_block_sparse_forward_rows(float *out, const float *q, const float *k, const float *v, const HwAttnPlan *plan,
 							   const int32_t *cell, int H, int dh)
 {
-	attn_block_sparse_forward_cells(out, q, k, v, plan, NULL, cell, H, dh);
+	attn_block_sparse_forward_cells(out, q, k, v, plan, NULL, cell, 0, 0, H, dh);
 }

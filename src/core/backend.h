@@ -317,13 +317,15 @@ typedef struct HwBackendOps
 	void  (*attn_forward_rows)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
 							   const void *plan, const int32_t *cell, int H, int dh);
 	/* Attention of a list of query cells per sequence (inference, attention.h
-	 * attn_block_sparse_forward_cells): sequence b's cells cell[off[b] ..
-	 * off[b+1]) (off [B+1] HOST, cell DEVICE int32, flat b*S + position);
-	 * out and q [n, H*dh] their rows in that order, each out row the bits of
-	 * the serving forward's (as attn_forward_rows).  NULL: no receptive-field
+	 * attn_block_sparse_forward_cells), for sequences [b0, b0 + nb) (nb 0:
+	 * all): sequence b's cells cell[off[b] .. off[b+1]) (off [B+1] HOST,
+	 * cell DEVICE int32, flat b*S + position); out and q [n, H*dh] their
+	 * rows in that order (entry j at row j), each out row the bits of the
+	 * serving forward's (as attn_forward_rows).  NULL: no receptive-field
 	 * pruning. */
 	void  (*attn_forward_cells)(HwBackend *be, float *out, const float *q, const float *k, const float *v,
-								const void *plan, const int32_t *off, const int32_t *cell, int H, int dh);
+								const void *plan, const int32_t *off, const int32_t *cell, int b0, int nb, int H,
+								int dh);
 	/* fn(sub, i, arg) for every i in [0, n), the items shared out between
 	 * the backend's threads, each call on a single-thread backend of its own
 	 * (sub: this backend's settings and device memory, its own scratch

@@ -10,9 +10,10 @@
  * (gathered), and the last FFN runs on those B rows.  The stages before
  * run on the cells whose output can still reach a target (model_reach.c),
  * when those are few; the first layers stay whole, on packed weights a
- * sequence per thread through all of them (infer_whole_stages) where the
- * backend runs items in parallel, else a chunk of sequences at a time
- * (the attention reads q, k, v in cache).
+ * sequence per thread through all the stages before the last attention
+ * (infer_sequence_stages) where the backend runs items in parallel, else a
+ * chunk of sequences at a time (the attention reads q, k, v in cache); the
+ * stages on cell lists are model_infer_cells.c.
  *
  * Precision: the layers' GEMMs in fp32 (per-sequence products) or, after
  * hw_model_set_inference_precision, on packed weights in fp32 or bf16
@@ -24,7 +25,7 @@
  * bf16 tensor-core GEMMs) a row's bits may depend on its batch; run to run
  * they are the same.
  */
-#include "core/model_internal.h"
+#include "core/model_infer_internal.h"
 
 #include <stdbool.h>
 
@@ -61,9 +62,9 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
  * whose every row is computed alike whatever M (backend.h gemm_bf16,
  * gemm_f32_packed); else fp32 per-sequence products (gemm_blocks).
  */
-static void
-packed_gemm_on(HwModel *m, HwBackend *be, int slot, int M, int n0, int N, int K, const float *A, int lda,
-			   float beta, float *C, int ldc)
+void
+infer_packed_gemm(HwModel *m, HwBackend *be, int slot, int M, int n0, int N, int K, const float *A, int lda,
+				  float beta, float *C, int ldc)
 {
 	const HwBackendOps *o = be->ops;
 
@@ -74,7 +75,7 @@ static void
 packed_gemm(HwModel *m, int slot, int M, int n0, int N, int K, const float *A, int lda, float beta, float *C,
 			int ldc)
 {
-	packed_gemm_on(m, m->be, slot, M, n0, N, K, A, lda, beta, C, ldc);
+	infer_packed_gemm(m, m->be, slot, M, n0, N, K, A, lda, beta, C, ldc);
 }
 
 static void
@@ -85,24 +86,6 @@ layer_gemm(HwModel *m, int slot, int nb, int rows, int n0, int N, int K, const f
 		packed_gemm(m, slot, nb * rows, n0, N, K, A, lda, beta, C, ldc);
 	else
 		gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
-}
-
-/* layer_gemm on a stage's cell lists (model_reach.c): rows off[b] ..
- * off[b+1] of A are sequence b's cells, one product per sequence (its
- * shape is the sequence's own), or one packed call (a row's bits never depend
- * on the call) */
-static void
-layer_gemm_cells(HwModel *m, int slot, const int32_t *off, int n0, int N, int K, const float *A, int lda,
-				 const float *W, float beta, float *C, int ldc)
-{
-	const HwBackendOps *o = m->be->ops;
-
-	if (m->pk)
-		packed_gemm(m, slot, off[m->B], n0, N, K, A, lda, beta, C, ldc);
-	else if (o->gemm_rows_ragged)
-		o->gemm_rows_ragged(m->be, m->B, off, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
-	else
-		o->gemm(m->be, false, true, off[m->B], N, K, 1.0f, A, lda, W + (size_t) n0 * K, K, beta, C, ldc);
 }
 
 /* e [B*S, D] += a side feature's rows A [B*S, K] @ W[D, K]^T: on the
@@ -184,8 +167,8 @@ infer_encoder(HwModel *m)
  */
 #define INFER_CHUNK_ROWS 512
 
-static int
-chunk_rows(const HwModel *m)
+int
+infer_chunk_rows(const HwModel *m)
 {
 	return m->pk ? INFER_CHUNK_ROWS : m->N;
 }
@@ -212,7 +195,7 @@ serving_attention(HwModel *m, HwBackend *be, int s, SubAct *a, int b0, int nb)
  * gated residual; the range's [q|k|v|gp] rows in qkvg [nb*S,4D] and its
  * projected rows in o [nb*S,D].  The whole batch in one call per stage, a
  * chunk of sequences at a time (infer_attention_sublayer) or one sequence
- * on a thread's own backend (whole_stages_of_sequence): the same kernels
+ * on a thread's own backend (stages_of_sequence): the same kernels
  * on the same rows, the same bits.  Without packed weights be is the
  * model's and the range the whole batch (per-sequence products).
  */
@@ -227,14 +210,14 @@ attention_sequences(HwModel *m, HwBackend *be, int l, int s, int b0, int nb, flo
 
 	ops->rmsnorm_forward(be, m->xn + rd, a->rstd + r0, a->x_in + rd, P(p->norm_g), n, D);
 	if (m->pk)
-		packed_gemm_on(m, be, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, qkvg, 4 * D);
+		infer_packed_gemm(m, be, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, qkvg, 4 * D);
 	else
 		gemm_blocks(m, nb, S, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, qkvg, 4 * D);
 	ops->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H,
 						a->knorm + (size_t) r0 * H, qkvg, P(p->tau), n, H, m->dh);
 	serving_attention(m, be, s, a, b0, nb);
 	if (m->pk)
-		packed_gemm_on(m, be, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, o, D);
+		infer_packed_gemm(m, be, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, o, D);
 	else
 		gemm_blocks(m, nb, S, D, D, a->att + rd, D, P(p->wo), 0.0f, o, D);
 	ops->gate_residual_forward(be, xout + rd, a->x_in + rd, qkvg + 3 * D, 4 * D, o, n, D);
@@ -268,7 +251,7 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 	const HwBackendOps *o = be->ops;
 	SubAct             *a = &m->sa[l * m->A + s];
 	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, H = m->H, ch = chunk_rows(m);
+	int                 D = m->D, N = m->N, H = m->H, ch = infer_chunk_rows(m);
 	int                 per = ch / m->S > 1 ? ch / m->S : 1;   /* sequences per chunk */
 
 	if (ch >= N)
@@ -302,150 +285,6 @@ infer_attention_sublayer(HwModel *m, int l, int s, float *xout)
 		packed_gemm(m, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, a->o, D);
 		o->gate_residual_forward(be, xout + rd, a->x_in + rd, a->qkvg + 3 * D, 4 * D, a->o, n, D);
 	}
-}
-
-/* stage k's cell lists (model_reach.c): *off [B+1] host offsets, the
- * cells (device) returned */
-static const int32_t *
-stage_cells(const HwModel *m, int k, const int32_t **off)
-{
-	*off = m->h_reach_off + (int64_t) k * (m->B + 1);
-	return m->d_reach_cell + (int64_t) k * m->Nmax;
-}
-
-/*
- * Normed rows m->xn of every cell, and the keys and values a->kn, a->v of
- * attention sublayer s of layer l: for every cell, or, when the stage
- * before (kin) ran on cell lists, for its listed cells alone (the only ones
- * this sublayer's queries read), computed on those rows and scattered into
- * place.  A sequence's rows are its own products either way.  On packed
- * weights the projection and its norm run in chunks of rows (chunk_rows),
- * each chunk's [.|k|v|.] rows in the first rows of the projection buffer;
- * qknorm runs on their k and v parts alone (the q columns are not set).
- */
-static void
-infer_keys_values(HwModel *m, int l, int s, int kin)
-{
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
-	SubAct             *a = &m->sa[l * m->A + s];
-	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, H = m->H, slot = PK_W4(m, l, s), ch = chunk_rows(m);
-	const int32_t      *off = NULL, *cell = kin >= m->reach_from ? stage_cells(m, kin, &off) : NULL;
-	int                 n = cell ? off[m->B] : N;
-	float              *qkvg = n == N ? a->qkvg : m->dqkvg;                       /* [rows,4D] */
-	float              *kn = n == N ? a->kn : m->dkn, *v = n == N ? a->v : m->dv;  /* [n,D] */
-	const float        *xn = n == N ? m->xn : m->dxn;
-
-	if (n == N)
-		o->rmsnorm_forward(be, m->xn, a->rstd, a->x_in, P(p->norm_g), N, D);
-	else
-	{
-		/* the listed rows alone, normed where they lie compact (dkn is
-		 * free until qknorm writes it) */
-		o->gather_rows(be, m->dkn, a->x_in, cell, n, D);
-		o->rmsnorm_forward(be, m->dxn, a->rstd, m->dkn, P(p->norm_g), n, D);
-	}
-	if (n == N && ch >= N)
-	{
-		layer_gemm(m, slot, m->B, m->S, D, 2 * D, D, m->xn, D, P(p->w4), 0.0f, a->qkvg + D, 4 * D);
-		o->qknorm_forward(be, NULL, a->kn, a->v, a->qnorm, a->knorm, a->qkvg, P(p->tau), N, H, m->dh);
-		return;
-	}
-	if (ch >= n)
-	{
-		/* [n,4D]: k|v columns of the listed rows */
-		layer_gemm_cells(m, slot, off, D, 2 * D, D, m->dxn, D, P(p->w4), 0.0f, m->dqkvg + D, 4 * D);
-		o->qknorm_forward(be, NULL, m->dkn, m->dv, a->qnorm, a->knorm, m->dqkvg, P(p->tau), n, H, m->dh);
-	}
-	else
-		for (int r0 = 0; r0 < n; r0 += ch)
-		{
-			int    nc = n - r0 < ch ? n - r0 : ch;
-			size_t rd = (size_t) r0 * D;
-
-			packed_gemm(m, slot, nc, D, 2 * D, D, xn + rd, D, 0.0f, qkvg + D, 4 * D);
-			o->qknorm_forward(be, NULL, kn + rd, v + rd, a->qnorm + (size_t) r0 * H, a->knorm + (size_t) r0 * H,
-							  qkvg, P(p->tau), nc, H, m->dh);
-		}
-	if (n < N)
-	{
-		o->scatter_rows(be, a->kn, m->dkn, cell, n, D);
-		o->scatter_rows(be, a->v, m->dv, cell, n, D);
-	}
-}
-
-/*
- * Attention sublayer s of layer l on stage k's cells (model_reach.c) into
- * those rows of xout: the keys and values of the cells they read (in place:
- * the attention reads them by position), the listed cells' query, gate,
- * attention, output projection
- * and gated residual, [n, .] compact, scattered into xout at the end.  The
- * other rows of xout keep older values that no later stage reads.  When
- * every cell is listed the compact rows are the buffers themselves: the
- * same calls without the copies (the same bits either way).  On packed
- * weights the row-wise stages run in chunks of rows (chunk_rows): the
- * queries before the attention, the gate, projection and residual after.
- */
-static void
-infer_attention_cells(HwModel *m, int l, int s, int k, float *xout)
-{
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
-	SubAct             *a = &m->sa[l * m->A + s];
-	SubParams          *p = &m->sp[l * m->A + s];
-	int                 D = m->D, N = m->N, H = m->H, slot = PK_W4(m, l, s), ch = chunk_rows(m);
-	const int32_t      *off, *cell = stage_cells(m, k, &off);
-	int                 n = off[m->B];
-	bool                all = n == N;      /* every cell listed: the lists are the rows in order, no copies */
-	float              *qg = m->dqkvg;                                   /* [n,4D]: q and gp columns */
-	float              *xn_c = all ? m->xn : m->dxn, *qs_c = m->dqs, *att_c = m->datt, *o_c = m->dO;   /* [n,D] */
-	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* (dxn reused: xn_c is consumed) */
-
-	infer_keys_values(m, l, s, k - 1);
-	if (!all)
-	{
-		/* the listed rows' inputs, normed where they lie compact */
-		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
-		o->rmsnorm_forward(be, xn_c, a->rstd, xin_c, P(p->norm_g), n, D);
-	}
-	if (ch >= n)
-	{
-		layer_gemm_cells(m, slot, off, 0, D, D, xn_c, D, P(p->w4), 0.0f, qg, 4 * D);
-		layer_gemm_cells(m, slot, off, 3 * D, D, D, xn_c, D, P(p->w4), 0.0f, qg + 3 * D, 4 * D);
-		/* qs of the listed cells (the q part alone: qg's k|v columns are not
-		 * set) */
-		o->qknorm_forward(be, qs_c, NULL, NULL, a->qnorm, a->knorm, qg, P(p->tau), n, H, m->dh);
-	}
-	else
-		for (int r0 = 0; r0 < n; r0 += ch)
-		{
-			int    nc = n - r0 < ch ? n - r0 : ch;
-			size_t rd = (size_t) r0 * D;
-
-			packed_gemm(m, slot, nc, 0, D, D, xn_c + rd, D, 0.0f, qg, 4 * D);
-			o->qknorm_forward(be, qs_c + rd, NULL, NULL, a->qnorm, a->knorm, qg, P(p->tau), nc, H, m->dh);
-		}
-	o->attn_forward_cells(be, att_c, qs_c, a->kn, a->v, m->plans[s], off, cell, H, m->dh);
-	if (ch >= n)
-	{
-		layer_gemm_cells(m, PK_WO(m, l, s), off, 0, D, D, att_c, D, P(p->wo), 0.0f, o_c, D);
-		o->gate_residual_forward(be, out_c, xin_c, qg + 3 * D, 4 * D, o_c, n, D);
-	}
-	else
-		/* a chunk's gp columns come from its normed rows before its
-		 * residual overwrites them (out_c is xn_c's buffer) */
-		for (int r0 = 0; r0 < n; r0 += ch)
-		{
-			int    nc = n - r0 < ch ? n - r0 : ch;
-			size_t rd = (size_t) r0 * D;
-
-			packed_gemm(m, slot, nc, 3 * D, D, D, xn_c + rd, D, 0.0f, qg + 3 * D, 4 * D);
-			packed_gemm(m, PK_WO(m, l, s), nc, 0, D, D, att_c + rd, D, 0.0f, o_c, D);
-			o->gate_residual_forward(be, out_c + rd, xin_c + rd, qg + 3 * D, 4 * D, o_c, nc, D);
-		}
-	if (!all)
-		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
 
 /*
@@ -484,7 +323,7 @@ infer_last_attention(HwModel *m, int l, int s)
 		/* the keys and values of the cells the targets read (every cell's,
 		 * or the last stage list's); then the targets' q and gp from their
 		 * normed rows (tq's k|v columns only feed qknorm's scratch) */
-		infer_keys_values(m, l, s, l * (m->A + 1) + s - 1);
+		infer_keys_values(m, be, l, s, l * (m->A + 1) + s - 1, 0, B);
 		/* the targets' normed rows (m->xn holds every row's only when the
 		 * keys were computed for every cell) */
 		o->gather_rows(be, o_t, a->x_in, m->d_tidx, B, D);
@@ -505,19 +344,19 @@ infer_last_attention(HwModel *m, int l, int s)
  * of the batch: their norms' rstd), on packed weights and backend be: the
  * normed rows in xn [n,D], [gate|up] in gu [n,2F], the hidden rows in h
  * [n,F] */
-static void
-ffn_rows(HwModel *m, HwBackend *be, int l, int r0, int n, const float *xin, float *xout, float *xn, float *gu,
-		 float *h)
+void
+infer_ffn_rows(HwModel *m, HwBackend *be, int l, int r0, int n, const float *xin, float *xout, float *xn, float *gu,
+			   float *h)
 {
 	const HwBackendOps *o = be->ops;
 	FfnParams          *p = &m->fp[l];
 	int                 D = m->D, F = m->F;
 
 	o->rmsnorm_forward(be, xn, m->fa[l].rstd + r0, xin, P(p->norm_g), n, D);
-	packed_gemm_on(m, be, PK_WGU(m, l), n, 0, 2 * F, D, xn, D, 0.0f, gu, 2 * F);
+	infer_packed_gemm(m, be, PK_WGU(m, l), n, 0, 2 * F, D, xn, D, 0.0f, gu, 2 * F);
 	o->swiglu_forward(be, h, gu, n, F);
 	o->memcpy_d2d(be, xout, xin, sizeof(float) * (size_t) n * D);
-	packed_gemm_on(m, be, PK_W2(m, l), n, 0, D, F, h, F, 1.0f, xout, D);
+	infer_packed_gemm(m, be, PK_W2(m, l), n, 0, D, F, h, F, 1.0f, xout, D);
 }
 
 /* xout [R,D] = xin + the FFN of layer l of xin [R,D], on packed weights, a
@@ -526,14 +365,14 @@ ffn_rows(HwModel *m, HwBackend *be, int l, int r0, int n, const float *xin, floa
 static void
 ffn_rows_chunked(HwModel *m, int l, int R, const float *xin, float *xout)
 {
-	int ch = chunk_rows(m);
+	int ch = infer_chunk_rows(m);
 
 	for (int r0 = 0; r0 < R; r0 += ch)
 	{
 		int    n = R - r0 < ch ? R - r0 : ch;
 		size_t rd = (size_t) r0 * m->D;
 
-		ffn_rows(m, m->be, l, r0, n, xin + rd, xout + rd, m->xn, m->fa[l].qkvg, m->hbuf);
+		infer_ffn_rows(m, m->be, l, r0, n, xin + rd, xout + rd, m->xn, m->fa[l].qkvg, m->hbuf);
 	}
 }
 
@@ -550,7 +389,7 @@ infer_ffn_sublayer(HwModel *m, int l)
 	int                 D = m->D, F = m->F, N = m->N, B = m->B;
 	bool                last = l == m->L - 1;
 	int                 R = last ? B : N;                         /* rows: all cells, or the B targets */
-	int                 ch = last ? R : chunk_rows(m);
+	int                 ch = last ? R : infer_chunk_rows(m);
 	const float        *xin = last ? m->dkn : a->x_in;          /* [R,D] */
 	float              *xout = last ? m->xt : l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
 
@@ -564,37 +403,6 @@ infer_ffn_sublayer(HwModel *m, int l)
 		return;
 	}
 	ffn_rows_chunked(m, l, R, xin, xout);
-}
-
-/* the FFN of layer l (not the last) on stage k's cells into those rows of
- * xout; on packed weights in chunks of rows (ffn_rows_chunked) */
-static void
-infer_ffn_cells(HwModel *m, int l, int k, float *xout)
-{
-	HwBackend          *be = m->be;
-	const HwBackendOps *o = be->ops;
-	SubAct             *a = &m->fa[l];
-	FfnParams          *p = &m->fp[l];
-	int                 D = m->D, F = m->F, ch = chunk_rows(m);
-	const int32_t      *off, *cell = stage_cells(m, k, &off);
-	int                 n = off[m->B];
-	bool                all = n == m->N;   /* every cell listed: no copies */
-	float              *xin_c = all ? a->x_in : m->dkn, *out_c = all ? xout : m->dxn;   /* [n,D] */
-
-	if (!all)
-		o->gather_rows(be, xin_c, a->x_in, cell, n, D);
-	if (ch >= n)
-	{
-		o->rmsnorm_forward(be, m->xn, a->rstd, xin_c, P(p->norm_g), n, D);
-		layer_gemm_cells(m, PK_WGU(m, l), off, 0, 2 * F, D, m->xn, D, P(p->wgu), 0.0f, a->qkvg, 2 * F);
-		o->swiglu_forward(be, m->hbuf, a->qkvg, n, F);
-		o->memcpy_d2d(be, out_c, xin_c, sizeof(float) * (size_t) n * D);
-		layer_gemm_cells(m, PK_W2(m, l), off, 0, D, F, m->hbuf, F, P(p->w2), 1.0f, out_c, D);
-	}
-	else
-		ffn_rows_chunked(m, l, n, xin_c, out_c);
-	if (!all)
-		o->scatter_rows(be, xout, out_c, cell, n, D);
 }
 
 /* heads on the target positions xt [B,D] (L == 0: gathered from x_final):
@@ -639,71 +447,71 @@ stage_output(HwModel *m, int k)
 	return l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
 }
 
-/* The leading stages that run on every cell as the same rows of every
- * sequence: before the first on cell lists (model_reach.c), and before
- * the last attention sublayer (on the targets).  0 without packed
- * weights (the products are per sequence, one call for the batch). */
+/* The stages that run a sequence per thread: every one before the last
+ * attention sublayer (on the targets, one row a sequence: a batch's
+ * products), on every cell or on cell lists.  0 without packed weights
+ * (the products are per sequence, one call for the batch). */
 static int
-whole_stage_count(const HwModel *m)
+sequence_stage_count(const HwModel *m)
 {
-	int last = (m->L - 1) * (m->A + 1) + m->A - 1;
-
 	if (!m->pk || m->L == 0)
 		return 0;
-	return m->reach_from < last ? m->reach_from : last;
+	return (m->L - 1) * (m->A + 1) + m->A - 1;
 }
 
 /*
  * Stages [0, n) of sequence b alone, on a thread's own backend
- * (parallel_items): each sublayer's kernels on the sequence's rows, its
+ * (parallel_items): each stage's kernels on the sequence's rows, its
  * intermediates at those rows of the full-size buffers ([N,4D] qkvg, [N,D]
- * o and xn, [N,2F] and [N,F] of the FFN), so that sequences on other
- * threads never share a row.  The same kernels on the same rows as stage
- * by stage (a sequence's attention reads its own rows alone; a packed
- * product's row is computed alike whatever the call), so the same bits;
- * and a sequence's rows stay in its core's cache from stage to stage,
- * with no join between stages.
+ * o and xn, [N,2F] and [N,F] of the FFN; a stage on cell lists, its
+ * compact rows from row b * S: model_infer_cells.c), so that sequences on
+ * other threads never share a row.  The same kernels on the same rows as
+ * stage by stage (a sequence's attention reads its own rows alone; a
+ * packed product's row is computed alike whatever the call), so the same
+ * bits; and a sequence's rows stay in its core's cache from stage to
+ * stage, with no join between stages.
  */
-typedef struct WholeStages
+typedef struct SequenceStages
 {
 	HwModel *m;
 	int      n;
-} WholeStages;
+} SequenceStages;
 
 static void
-whole_stages_of_sequence(HwBackend *be, int b, void *arg)
+stages_of_sequence(HwBackend *be, int b, void *arg)
 {
-	const WholeStages *w = arg;
-	HwModel           *m = w->m;
-	int                S = m->S, D = m->D, F = m->F, r0 = b * S;
-	size_t             rd = (size_t) r0 * D;
+	const SequenceStages *w = arg;
+	HwModel              *m = w->m;
+	int                   S = m->S, D = m->D, F = m->F, r0 = b * S;
+	size_t                rd = (size_t) r0 * D;
 
 	for (int k = 0; k < w->n; k++)
 	{
-		int l = k / (m->A + 1), s = k % (m->A + 1);
+		int    l = k / (m->A + 1), s = k % (m->A + 1);
+		float *xout = stage_output(m, k);
 
-		if (s < m->A)
-		{
-			SubAct *a = &m->sa[l * m->A + s];
-
-			attention_sequences(m, be, l, s, b, 1, stage_output(m, k), a->qkvg + 4 * rd, a->o + rd);
-		}
+		if (s < m->A && k >= m->reach_from)
+			infer_attention_cells(m, be, l, s, k, xout, b, b + 1);
+		else if (s < m->A)
+			attention_sequences(m, be, l, s, b, 1, xout, m->sa[l * m->A + s].qkvg + 4 * rd, m->sa[l * m->A + s].o + rd);
+		else if (k >= m->reach_from)
+			infer_ffn_cells(m, be, l, k, xout, b, b + 1);
 		else
-			ffn_rows(m, be, l, r0, S, m->fa[l].x_in + rd, stage_output(m, k) + rd, m->xn + rd,
-					 m->fa[l].qkvg + (size_t) r0 * 2 * F, m->hbuf + (size_t) r0 * F);
+			infer_ffn_rows(m, be, l, r0, S, m->fa[l].x_in + rd, xout + rd, m->xn + rd,
+						   m->fa[l].qkvg + (size_t) r0 * 2 * F, m->hbuf + (size_t) r0 * F);
 	}
 }
 
-/* the leading whole stages (whole_stage_count) a sequence per thread, where
- * the backend runs items in parallel; returns how many stages ran (0: the
- * stage-by-stage loop runs them all) */
+/* the stages before the last attention sublayer (sequence_stage_count) a
+ * sequence per thread, where the backend runs items in parallel; returns
+ * how many stages ran (0: the stage-by-stage loop runs them all) */
 static int
-infer_whole_stages(HwModel *m)
+infer_sequence_stages(HwModel *m)
 {
-	WholeStages w = {.m = m, .n = whole_stage_count(m)};
+	SequenceStages w = {.m = m, .n = sequence_stage_count(m)};
 
 	if (w.n == 0 || !m->be->ops->parallel_items ||
-		!m->be->ops->parallel_items(m->be, m->B, whole_stages_of_sequence, &w))
+		!m->be->ops->parallel_items(m->be, m->B, stages_of_sequence, &w))
 		return 0;
 	return w.n;
 }
@@ -717,7 +525,7 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 		(rc = model_reach_plan(m, bt, err)) != HW_OK)
 		return rc;
 	infer_encoder(m);
-	done = infer_whole_stages(m);
+	done = infer_sequence_stages(m);
 	for (int l = 0; l < m->L; l++)
 	{
 		float *next_x = l + 1 < m->L ? m->sa[(l + 1) * m->A].x_in : m->x_final;
@@ -732,14 +540,14 @@ infer_forward(HwModel *m, const HwBatch *bt, HwError *err)
 			if (l == m->L - 1 && s == m->A - 1)
 				infer_last_attention(m, l, s);
 			else if (k >= m->reach_from)
-				infer_attention_cells(m, l, s, k, xout);
+				infer_attention_cells(m, m->be, l, s, k, xout, 0, m->B);
 			else
 				infer_attention_sublayer(m, l, s, xout);
 		}
 		if (l * (m->A + 1) + m->A < done)
 			continue;
 		if (l < m->L - 1 && l * (m->A + 1) + m->A >= m->reach_from)
-			infer_ffn_cells(m, l, l * (m->A + 1) + m->A, next_x);
+			infer_ffn_cells(m, m->be, l, l * (m->A + 1) + m->A, next_x, 0, m->B);
 		else
 			infer_ffn_sublayer(m, l);
 	}
