@@ -79,7 +79,14 @@ UNIT_TEST(backend_parallel_items_each_once_on_its_own_backend)
 	CHECK(be->ops->parallel_items != NULL);
 	memset(&g, 0, sizeof(g));
 	g.parent = be;
+#ifdef _OPENMP
+	int team_before = omp_get_max_threads();
+#endif
 	CHECK(be->ops->parallel_items(be, N_ITEMS, log_item, &g));
+#ifdef _OPENMP
+	/* the items' one-thread setting stays inside the region */
+	CHECK_EQ_INT(omp_get_max_threads(), team_before);
+#endif
 	for (int i = 0; i < N_ITEMS; i++)
 	{
 		CHECK_MSG(g.runs[i] == 1, "item %d ran %d times", i, g.runs[i]);
