@@ -115,7 +115,8 @@ hw_cuda_backend_check_table(HwError *err)
 									   offsetof(HwBackendOps, gemm_bf16), offsetof(HwBackendOps, gemm_bf16_any),
 									   offsetof(HwBackendOps, attn_forward_seqs),
 									   offsetof(HwBackendOps, attn_forward_rows), offsetof(HwBackendOps, attn_forward_cells),
-									   offsetof(HwBackendOps, gemm_rows_ragged), offsetof(HwBackendOps, scatter_rows) };
+									   offsetof(HwBackendOps, gemm_rows_ragged), offsetof(HwBackendOps, scatter_rows),
+									   offsetof(HwBackendOps, parallel_items) };
 	const char *base = (const char *) hw_cuda_ops_table();
 	for (size_t off = offsetof(HwBackendOps, destroy); off < sizeof(HwBackendOps); off += sizeof(void *))
 	{
