@@ -40,9 +40,9 @@
  * alone and in any batch, whatever the thread count (the backend splits a
  * call by its shape only).  That is the CPU backend's gemm_rows_batched.
  */
-static void
-gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W, float beta,
-			float *C, int ldc)
+void
+infer_gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W,
+				  float beta, float *C, int ldc)
 {
 	if (m->be->ops->gemm_rows_batched)
 	{
@@ -60,7 +60,7 @@ gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda,
  * W[n0:n0+N, :]^T, M = nb*rows rows of stride lda.  With the model's packed
  * copies (m->pk, hw_model_set_inference_precision) one call, bf16 or fp32,
  * whose every row is computed alike whatever M (backend.h gemm_bf16,
- * gemm_f32_packed); else fp32 per-sequence products (gemm_blocks).
+ * gemm_f32_packed); else fp32 per-sequence products (infer_gemm_blocks).
  */
 void
 infer_packed_gemm(HwModel *m, HwBackend *be, int slot, int M, int n0, int N, int K, const float *A, int lda,
@@ -85,7 +85,7 @@ layer_gemm(HwModel *m, int slot, int nb, int rows, int n0, int N, int K, const f
 	if (m->pk)
 		packed_gemm(m, slot, nb * rows, n0, N, K, A, lda, beta, C, ldc);
 	else
-		gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
+		infer_gemm_blocks(m, nb, rows, N, K, A, lda, W + (size_t) n0 * K, beta, C, ldc);
 }
 
 /* e [B*S, D] += a side feature's rows A [B*S, K] @ W[D, K]^T: on the
@@ -96,7 +96,7 @@ side_gemm(HwModel *m, int side, int K, const float *A, int64_t w_off)
 	if (m->pk_side[side])
 		m->be->ops->gemm_f32_packed(m->be, m->B * m->S, m->D, K, A, K, m->pk_side[side], 0, 1.0f, m->e, m->D);
 	else
-		gemm_blocks(m, m->B, m->S, m->D, K, A, K, P(w_off), 1.0f, m->e, m->D);
+		infer_gemm_blocks(m, m->B, m->S, m->D, K, A, K, P(w_off), 1.0f, m->e, m->D);
 }
 
 /* projected tables [ncols|Uc|U, D], the encoder e [N,D] with its side
@@ -113,12 +113,12 @@ infer_encoder(HwModel *m)
 	o->add_bias(be, m->colproj, P(m->o_col_b), m->ncols, D);
 	if (m->Uc > 0)
 	{
-		gemm_blocks(m, m->Uc, 1, D, Dt, m->cat_rows, Dt, P(m->o_cat_w), 0.0f, m->catproj, D);
+		infer_gemm_blocks(m, m->Uc, 1, D, Dt, m->cat_rows, Dt, P(m->o_cat_w), 0.0f, m->catproj, D);
 		o->add_bias(be, m->catproj, P(m->o_cat_b), m->Uc, D);
 	}
 	if (m->U > 0)
 	{
-		gemm_blocks(m, m->U, 1, D, Dt, m->text_f32, Dt, P(m->o_text_w), 0.0f, m->textproj, D);
+		infer_gemm_blocks(m, m->U, 1, D, Dt, m->text_f32, Dt, P(m->o_text_w), 0.0f, m->textproj, D);
 		o->add_bias(be, m->textproj, P(m->o_text_b), m->U, D);
 	}
 	{
@@ -143,7 +143,7 @@ infer_encoder(HwModel *m)
 	{
 		/* the compacted cells (model_internal.h), one block each: a cell's
 		 * bits do not depend on the batch around it */
-		gemm_blocks(m, m->n_cramp, 1, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 0.0f,
+		infer_gemm_blocks(m, m->n_cramp, 1, D, HW_CRAMP_DIM, m->d_cramp, HW_CRAMP_DIM, P(m->o_cramp), 0.0f,
 					m->d_cramp_y, D);
 		o->scatter_add_rows(be, m->e, m->d_cramp_y, m->d_cramp_idx, m->n_cramp, D);
 	}
@@ -212,14 +212,14 @@ attention_sequences(HwModel *m, HwBackend *be, int l, int s, int b0, int nb, flo
 	if (m->pk)
 		infer_packed_gemm(m, be, PK_W4(m, l, s), n, 0, 4 * D, D, m->xn + rd, D, 0.0f, qkvg, 4 * D);
 	else
-		gemm_blocks(m, nb, S, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, qkvg, 4 * D);
+		infer_gemm_blocks(m, nb, S, 4 * D, D, m->xn + rd, D, P(p->w4), 0.0f, qkvg, 4 * D);
 	ops->qknorm_forward(be, a->qs + rd, a->kn + rd, a->v + rd, a->qnorm + (size_t) r0 * H,
 						a->knorm + (size_t) r0 * H, qkvg, P(p->tau), n, H, m->dh);
 	serving_attention(m, be, s, a, b0, nb);
 	if (m->pk)
 		infer_packed_gemm(m, be, PK_WO(m, l, s), n, 0, D, D, a->att + rd, D, 0.0f, o, D);
 	else
-		gemm_blocks(m, nb, S, D, D, a->att + rd, D, P(p->wo), 0.0f, o, D);
+		infer_gemm_blocks(m, nb, S, D, D, a->att + rd, D, P(p->wo), 0.0f, o, D);
 	ops->gate_residual_forward(be, xout + rd, a->x_in + rd, qkvg + 3 * D, 4 * D, o, n, D);
 }
 
@@ -422,15 +422,15 @@ infer_heads(HwModel *m)
 		o->gemm(be, false, true, m->K, D, Dt, 1.0f, m->catblock, Dt, P(m->o_cat_w), Dt, 0.0f, m->E, D);
 		o->add_bias(be, m->E, P(m->o_cat_b), m->K, D);
 	}
-	gemm_blocks(m, B, 1, HZ, D, m->hf, D, P(m->o_head_w), 0.0f, m->Z, HZ);
+	infer_gemm_blocks(m, B, 1, HZ, D, m->hf, D, P(m->o_head_w), 0.0f, m->Z, HZ);
 	o->add_bias(be, m->Z, P(m->o_head_b), B, HZ);
 	if (m->ord_levels > 0)
 	{
-		gemm_blocks(m, B, 1, HW_ORD_LEVELS, D, m->hf, D, P(m->o_ord_w), 0.0f, m->Zo, HW_ORD_LEVELS);
+		infer_gemm_blocks(m, B, 1, HW_ORD_LEVELS, D, m->hf, D, P(m->o_ord_w), 0.0f, m->Zo, HW_ORD_LEVELS);
 		o->add_bias(be, m->Zo, P(m->o_ord_b), B, HW_ORD_LEVELS);
 	}
 	if (m->K > 0)
-		gemm_blocks(m, B, 1, m->K, D, m->Z + HW_HEAD_CAT, HZ, m->E, 0.0f, m->logits, m->K);
+		infer_gemm_blocks(m, B, 1, m->K, D, m->Z + HW_HEAD_CAT, HZ, m->E, 0.0f, m->logits, m->K);
 }
 
 /* the input of the stage after stage k (forward order l*(A+1)+s, s == A

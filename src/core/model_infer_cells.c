@@ -76,12 +76,8 @@ keys_values_rows(HwModel *m, HwBackend *be, const CellSpan *sp, int l, int s, co
 			span_gemm(m, be, sp, PK_W4(m, l, s), D, 2 * D, D, xn, D, P(p->w4), 0.0f, qkvg + D, 4 * D);
 		else if (m->pk)
 			infer_packed_gemm(m, be, PK_W4(m, l, s), n, D, 2 * D, D, xn, D, 0.0f, qkvg + D, 4 * D);
-		else if (be->ops->gemm_rows_batched)
-			be->ops->gemm_rows_batched(be, n / m->S, m->S, 2 * D, D, xn, D, P(p->w4) + (size_t) D * D, 0.0f,
-									   qkvg + D, 4 * D);
 		else
-			be->ops->gemm(be, false, true, n, 2 * D, D, 1.0f, xn, D, P(p->w4) + (size_t) D * D, D, 0.0f, qkvg + D,
-						  4 * D);
+			infer_gemm_blocks(m, n / m->S, m->S, 2 * D, D, xn, D, P(p->w4) + (size_t) D * D, 0.0f, qkvg + D, 4 * D);
 		be->ops->qknorm_forward(be, NULL, kn, v, a->qnorm + r0 * H, a->knorm + r0 * H, qkvg, P(p->tau), n, H, m->dh);
 		return;
 	}

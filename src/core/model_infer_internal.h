@@ -11,6 +11,12 @@
 /* rows per chunk of a sublayer's row-wise stages (model_infer.c) */
 int  infer_chunk_rows(const HwModel *m);
 
+/* C[nb*rows, N] (=, or += with beta 1) A @ W[N,K]^T as nb products of
+ * `rows` rows each on the model's backend (fp32 without packed weights: a
+ * row's bits stay its own in any batch) */
+void infer_gemm_blocks(HwModel *m, int nb, int rows, int N, int K, const float *A, int lda, const float *W,
+					   float beta, float *C, int ldc);
+
 /* C[M, N] (=, or += with beta 1) A[M, K] @ W[n0:n0+N, :]^T on the model's
  * packed copy of layer weight `slot`, on backend be */
 void infer_packed_gemm(HwModel *m, HwBackend *be, int slot, int M, int n0, int N, int K, const float *A, int lda,
