@@ -9,7 +9,9 @@
 -- checkpoint from before the option (no key) predicts as one with "std".
 -- The same for mean_windows ("time" by default; "recent": windows 1-5 of
 -- the child means over a row's last 1, 3, 5, 10, 20 children, checked in
--- test_sampler_means_many.c).
+-- test_sampler_means_many.c).  And for time_ramps ("std" by default;
+-- "events": the model's recency ramps narrowed by the same rule as the
+-- count windows, checked in test_sampler_windows.c and test_rel_time.c).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';
@@ -43,6 +45,10 @@ SELECT count(*) FROM headwater.checkpoint c JOIN headwater.model m USING (model_
 SELECT default_value FROM rt_settings() WHERE name = 'count_windows';
 SELECT * FROM pg_temp.err($$ SELECT rt_train('m53', steps => 1, options => '{"mean_windows": "last5"}') $$);
 SELECT default_value FROM rt_settings() WHERE name = 'mean_windows';
+SELECT * FROM pg_temp.err($$ SELECT rt_train('m53', steps => 1, options => '{"time_ramps": "days"}') $$);
+-- the ramps are the model's, not the batches': not an option of rt_sample_batches
+SELECT * FROM pg_temp.err($$ SELECT rt_sample_batches('m53', 't53_busy', options => '{"time_ramps": "events"}') $$);
+SELECT default_value FROM rt_settings() WHERE name = 'time_ramps';
 
 -- 2. trained with "events" and "recent": the checkpoint says so
 SET client_min_messages = warning;
@@ -50,9 +56,10 @@ SELECT r ->> 'state' AS state
 FROM rt_train('m53', steps => 2, preset => 'tiny',
               options => '{"val_every": 1000, "checkpoint_every": 1000, "val_batches": 1, "val_rows": 4,
                            "log_every": 1, "warmup_steps": 0, "seed": 53, "count_windows": "events",
-                           "mean_windows": "recent"}') r;
+                           "mean_windows": "recent", "time_ramps": "events"}') r;
 RESET client_min_messages;
-SELECT config ->> 'count_windows' AS count_windows, config ->> 'mean_windows' AS mean_windows
+SELECT config ->> 'count_windows' AS count_windows, config ->> 'mean_windows' AS mean_windows,
+       config ->> 'time_ramps' AS time_ramps
 FROM headwater.checkpoint c
 JOIN headwater.model m USING (model_id) WHERE m.name = 'm53';
 CREATE TABLE t53.p_events AS SELECT customer_id, rt_predict('t53_busy', customer_id, '2024-03-01') AS p
@@ -97,6 +104,25 @@ SET timezone = 'UTC';
 SELECT count(*) FILTER (WHERE rt_predict('t53_busy', customer_id, '2024-03-01') = b.p) AS same_as_time,
        count(*) AS customers
 FROM t53.p_time b;
+
+-- 6. served with time_ramps "std" the same parameters predict differently
+-- (orders 10 to 60 days old fall on no ramp of a decades-wide std); a
+-- checkpoint without the key predicts as "std"
+UPDATE headwater.checkpoint c SET config = jsonb_set(config, '{time_ramps}', '"std"')
+FROM headwater.model m WHERE m.model_id = c.model_id AND m.name = 'm53';
+\c
+SET timezone = 'UTC';
+CREATE TABLE t53.p_ramps_std AS SELECT customer_id, rt_predict('t53_busy', customer_id, '2024-03-01') AS p
+FROM t53.customer;
+SELECT count(*) FILTER (WHERE a.p <> b.p) > 0 AS std_ramps_change_predictions
+FROM t53.p_time a JOIN t53.p_ramps_std b USING (customer_id);
+UPDATE headwater.checkpoint c SET config = config - 'time_ramps'
+FROM headwater.model m WHERE m.model_id = c.model_id AND m.name = 'm53';
+\c
+SET timezone = 'UTC';
+SELECT count(*) FILTER (WHERE rt_predict('t53_busy', customer_id, '2024-03-01') = b.p) AS same_as_std_ramps,
+       count(*) AS customers
+FROM t53.p_ramps_std b;
 
 SET client_min_messages = warning;
 DROP SCHEMA t53 CASCADE;

@@ -62,6 +62,7 @@ hw_batch_alloc(int32_t B, int32_t S, int32_t R, int32_t U, int32_t d_text)
 	b->child_count = calloc(bs * HW_CHILD_LINKS * HW_CHILD_WINDOWS, 2);
 	b->mean_key = calloc(bs * HW_MEAN_SLOTS, 4);
 	b->child_mean = calloc(bs * HW_MEAN_SLOTS * HW_CHILD_WINDOWS, sizeof(float));
+	b->rel_time_scale = 1.0f;
 	if (b->seed_time)
 		for (int32_t i = 0; i < B; i++)
 			b->seed_time[i] = NAN;     /* no observation time until a sampler sets one */

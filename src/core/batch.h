@@ -51,7 +51,11 @@
  *                                             under the recent-first policy) (z-score, or
  *                                             -1/+1 for a boolean; NULLs left out); 0 where
  *                                             no child has a value
- * The model derives its relative-time features from seed_time, its link
+ *   rel_time_scale        scalar     float32  the factor the model's relative-time ramps
+ *                                             are narrowed by (time_ramps, sampler.h);
+ *                                             1 unless a sampler sets it
+ * The model derives its relative-time features from seed_time and
+ * rel_time_scale, its link
  * codes from link_key and its child-count features from child_key,
  * child_count, mean_key and child_mean (model.h); a batch without them (NaN / 0, the defaults) gets
  * none.
@@ -87,6 +91,7 @@ typedef struct HwBatch
 	uint16_t *in_perm;
 	uint16_t *text_batch_embeddings;
 	float    *seed_time;        /* [B], beside the listed tensors: see above */
+	float     rel_time_scale;   /* beside the listed tensors: see above */
 	uint32_t *link_key;         /* [B,S], beside the listed tensors: see above */
 	uint32_t *child_key;        /* [B,S,HW_CHILD_LINKS], beside the listed tensors */
 	uint16_t *child_count;      /* [B,S,HW_CHILD_LINKS,HW_CHILD_WINDOWS], beside the listed tensors */

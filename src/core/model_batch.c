@@ -161,7 +161,8 @@ rel_time_rows(HwModel *m, const HwBatch *bt, int b)
 		return;
 	for (int64_t i = i0; i < i0 + S; i++)
 		if (bt->semantic_types[i] == HW_ST_TIMESTAMP && !bt->is_null[i] && !bt->is_target[i] && !bt->is_padding[i])
-			hw_rel_time_features(ref, bt->timestamp_values[i * 15 + 14], m->h_trel + i * HW_REL_TIME_DIM);
+			hw_rel_time_features(ref, bt->timestamp_values[i * 15 + 14], bt->rel_time_scale,
+								 m->h_trel + i * HW_REL_TIME_DIM);
 }
 
 /* the timestamp values [N, HW_TS_DIM] the model reads: the batch's, or

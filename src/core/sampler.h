@@ -203,7 +203,8 @@ const char *hw_future_parents_name(int policy);
 int         hw_future_parents_from_name(const char *name);
 
 /* HwSamplerConfig.count_windows: the time windows of the child counts and
- * means (sampler_cells.c, "The child-count windows") */
+ * means (sampler_cells.c, "The child-count windows"); also
+ * HwSamplerConfig.time_ramps, the spacing of the relative-time ramps */
 typedef enum HwCountWindows
 {
 	HW_COUNT_WINDOWS_EVENTS = 0,    /* from the events' own spacing up to 1.41 std */
@@ -257,6 +258,9 @@ typedef struct HwSamplerConfig
 	bool      date_undated;     /* a row of a table without a time column takes the time of
 								 * the rows it links to (below), default false */
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
+	int32_t   time_ramps;       /* HwCountWindows: the spacing of the model's relative-time
+								 * ramps by the same rule (sampler_cells.c), default
+								 * HW_COUNT_WINDOWS_STD */
 	int32_t   mean_windows;     /* HwMeanWindows, default HW_MEAN_WINDOWS_TIME */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */
@@ -369,6 +373,10 @@ const HwSamplerConfig *hw_sampler_config(const HwSampler *s);
 /* The child-count windows' widths in µs: out[j], j = 1..HW_CHILD_WINDOWS-1,
  * the window (obs - out[j], obs] (out[0] = 0: all); widest last. */
 void hw_sampler_count_windows(const HwSampler *s, int64_t out[HW_CHILD_WINDOWS]);
+/* The factor the relative-time ramps' spacing is divided by in this
+ * sampler's batches (HwBatch.rel_time_scale, time_ramps): 1 with "std" or
+ * where the events do not come faster than the std's narrowest window. */
+float hw_sampler_rel_time_scale(const HwSampler *s);
 
 /* Source of each cell of the last batch built, for inspection
  * (rt_batch_sequence): global row of cell (b, s), or -1 for a virtual row /

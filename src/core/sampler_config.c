@@ -19,6 +19,7 @@ hw_sampler_config_default(HwSamplerConfig *cfg)
 	cfg->key_cells = false;
 	cfg->future_parents = HW_FUTURE_PARENTS_HIDE;
 	cfg->count_windows = HW_COUNT_WINDOWS_STD;     /* "events" was level on football (docs/BENCHMARKS.md) */
+	cfg->time_ramps = HW_COUNT_WINDOWS_STD;
 	cfg->mean_windows = HW_MEAN_WINDOWS_TIME;      /* "recent": an option (docs/BENCHMARKS.md) */
 	cfg->cell_dropout = 0.0f;
 	cfg->recent_weight = 1.0f;
@@ -113,7 +114,7 @@ sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 		hw_child_sampling_name(cfg->child_sampling) == NULL ||
 		cfg->recent_children < -1 || cfg->recent_children > cfg->bfs_child_width ||
 		hw_future_parents_name(cfg->future_parents) == NULL ||
-		hw_count_windows_name(cfg->count_windows) == NULL ||
+		hw_count_windows_name(cfg->count_windows) == NULL || hw_count_windows_name(cfg->time_ramps) == NULL ||
 		hw_mean_windows_name(cfg->mean_windows) == NULL ||
 		!in_option_range("cell_dropout", (double) cfg->cell_dropout) ||
 		!in_option_range("recent_weight", (double) cfg->recent_weight))
@@ -122,12 +123,12 @@ sampler_config_check(const HwSamplerConfig *cfg, HwError *err)
 					 "bad sampler config: batch_size %d (1..65535), seq_len %d (%g..%g), max_rows %d "
 					 "(%g..%g), bfs_child_width %d (0..%g), rank %d of world_size %d, child_sampling %d "
 					 "(recent 0, uniform 1), recent_children %d (-1..bfs_child_width), future_parents %d "
-					 "(hide 0, follow 1), count_windows %d (events 0, std 1), mean_windows %d (time 0, "
-					 "recent 1), cell_dropout %g (%g..%g), recent_weight %g (%g..%g)",
+					 "(hide 0, follow 1), count_windows %d (events 0, std 1), time_ramps %d (events 0, std 1), "
+					 "mean_windows %d (time 0, recent 1), cell_dropout %g (%g..%g), recent_weight %g (%g..%g)",
 					 cfg->batch_size, cfg->seq_len, seq_len->min, seq_len->max, cfg->max_rows, max_rows->min,
 					 max_rows->max, cfg->bfs_child_width, width->max,
 					 cfg->rank, cfg->world_size, cfg->child_sampling, cfg->recent_children,
-					 cfg->future_parents, cfg->count_windows, cfg->mean_windows, (double) cfg->cell_dropout,
+					 cfg->future_parents, cfg->count_windows, cfg->time_ramps, cfg->mean_windows, (double) cfg->cell_dropout,
 					 dropout->min, dropout->max,
 					 (double) cfg->recent_weight, recent->min, recent->max);
 		return false;

@@ -260,6 +260,7 @@ struct HwSampler
 	uint32_t *fk_link;          /* [nfks][2] link keys: [f][0] a parent reached through FK f, [f][1] a child */
 	uint8_t  *fk_child_timed;   /* [nfks] 1: FK f's child table is dated (table_dated) */
 	int64_t   cnt_win_us[HW_CHILD_WINDOWS];   /* child-count windows (row_child_counts); [0] unused */
+	float     rel_time_scale;   /* what each batch's rel_time_scale is (time_ramps; >= 1) */
 	uint8_t  *fk_mean_n;        /* [nfks] columns of FK f's child table that child means average */
 	int16_t  *fk_mean_col;      /* [nfks][MEAN_COLS_PER_FK] their column indices in the child table */
 	uint32_t *fk_mean_key;      /* [nfks][MEAN_COLS_PER_FK] their mean keys (init_fk_means) */

@@ -77,7 +77,7 @@ hw_time_encode(int64_t us, double mean_us, double std_us, float out[HW_TIMEENC_D
 }
 
 void
-hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM])
+hw_rel_time_features(float seed_z, float cell_z, float ramp_scale, float out[HW_REL_TIME_DIM])
 {
 	if (isnan(seed_z) || isnan(cell_z))
 	{
@@ -93,7 +93,7 @@ hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM])
 	out[3] = 1.0f;
 	for (int k = 0; k < HW_REL_TIME_RAMPS; k++)
 	{
-		double t = exp2((k - 12) / 2.0), r = (d - t) / t;
+		double t = exp2((k - 12) / 2.0), r = (d * ramp_scale - t) / t;
 
 		out[4 + k] = (float) (r < 0 ? 0.0 : r > 1 ? 1.0 : r);
 	}

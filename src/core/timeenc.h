@@ -30,8 +30,10 @@ void hw_time_encode(int64_t epoch_us, double mean_us, double std_us, float out[H
  *   out[1] = sign(d) log(1 + 16 |d|) / log(17)      (1 at one std)
  *   out[2] = sign(d) log(1 + 256 |d|) / log(257)    (finer near 0)
  *   out[3] = 1                                      (an observation time exists)
- *   out[4 + k] = clamp((d - t_k) / t_k, 0, 1), t_k = 2^((k - 12) / 2),
- *                k = 0..15: ramps from 1/64 std to 2.8 std, sqrt(2) apart
+ *   out[4 + k] = clamp((d ramp_scale - t_k) / t_k, 0, 1), t_k = 2^((k - 12) / 2),
+ *                k = 0..15: ramps from 1/64 std to 2.8 std, sqrt(2) apart,
+ *                divided by ramp_scale (1; > 1 on a history whose events
+ *                come faster than its std's scale: time_ramps, sampler.h)
  * seed_z NaN (no observation time): all 0.  So "how long before the
  * observation time" is a direct input of every timestamp cell, instead of a
  * difference the attention must form between two absolute times; the ramps
@@ -42,7 +44,7 @@ void hw_time_encode(int64_t epoch_us, double mean_us, double std_us, float out[H
 #define HW_REL_TIME_RAMPS 16
 #define HW_REL_TIME_DIM (4 + HW_REL_TIME_RAMPS)
 
-void hw_rel_time_features(float seed_z, float cell_z, float out[HW_REL_TIME_DIM]);
+void hw_rel_time_features(float seed_z, float cell_z, float ramp_scale, float out[HW_REL_TIME_DIM]);
 
 /* The calendar fields the encoding is made of (UTC). */
 typedef struct HwTimeFields

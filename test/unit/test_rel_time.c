@@ -23,7 +23,7 @@ UNIT_TEST(rel_time_features_hand_computed)
 {
 	float f[HW_REL_TIME_DIM];
 
-	hw_rel_time_features(1.0f, 0.5f, f);            /* half a std before */
+	hw_rel_time_features(1.0f, 0.5f, 1.0f, f);            /* half a std before */
 	CHECK_CLOSE(f[0], 0.5, 1e-7, 0);
 	CHECK_CLOSE(f[1], 0.7755238700769802, 1e-6, 0);
 	CHECK_CLOSE(f[2], 0.8757876680750967, 1e-6, 0);
@@ -36,23 +36,49 @@ UNIT_TEST(rel_time_features_hand_computed)
 	CHECK_CLOSE(f[4 + 9], 0.41421356237309515, 1e-6, 0);
 	for (int k = 10; k < 16; k++)
 		CHECK_CLOSE(f[4 + k], 0.0, 1e-7, 0);
-	hw_rel_time_features(-1.0f, 1.0f, f);           /* two std after: negative */
+	hw_rel_time_features(-1.0f, 1.0f, 1.0f, f);           /* two std after: negative */
 	CHECK_CLOSE(f[0], -2.0, 1e-7, 0);
 	CHECK_CLOSE(f[1], -1.234113755959037, 1e-6, 0);
 	CHECK_CLOSE(f[2], -1.1245612332036714, 1e-6, 0);
 	for (int k = 0; k < 16; k++)
 		CHECK(f[4 + k] == 0.0f);                    /* after the observation time: no ramp */
-	hw_rel_time_features(15.0f, -5.0f, f);          /* d = 20: linear part clamped */
+	hw_rel_time_features(15.0f, -5.0f, 1.0f, f);          /* d = 20: linear part clamped */
 	CHECK_CLOSE(f[0], 8.0, 0, 0);
 	CHECK_CLOSE(f[1], 2.037065487933654, 1e-6, 0);
 	CHECK_CLOSE(f[2], 1.539194071371942, 1e-6, 0);
 	for (int k = 0; k < 16; k++)
 		CHECK(f[4 + k] == 1.0f);                    /* 20 std: past every ramp */
-	hw_rel_time_features(0.25f, 0.25f, f);          /* at the observation time */
+	hw_rel_time_features(0.25f, 0.25f, 1.0f, f);          /* at the observation time */
 	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 1.0f);
-	hw_rel_time_features(NAN, 0.25f, f);            /* no observation time */
+	hw_rel_time_features(NAN, 0.25f, 1.0f, f);            /* no observation time */
 	for (int k = 0; k < HW_REL_TIME_DIM; k++)
 		CHECK(f[k] == 0.0f);
+}
+
+/* A ramp scale narrows the ramps alone: d = 1/16 std with scale 8 reads
+ * as 0.5 did above (past t_8, sqrt(2) - 1 into t_9, nothing from t_10
+ * on), while the linear and log slots still say 1/16 std. */
+UNIT_TEST(rel_time_ramp_scale_hand_computed)
+{
+	float f[HW_REL_TIME_DIM], g[HW_REL_TIME_DIM];
+
+	hw_rel_time_features(0.3125f, 0.25f, 8.0f, f);
+	hw_rel_time_features(0.3125f, 0.25f, 1.0f, g);
+	for (int k = 0; k < 4; k++)
+		CHECK(f[k] == g[k]);
+	CHECK_CLOSE(f[0], 0.0625, 0, 0);
+	for (int k = 0; k <= 8; k++)
+		CHECK_CLOSE(f[4 + k], 1.0, 1e-6, 0);
+	CHECK_CLOSE(f[4 + 9], 0.41421356237309515, 1e-6, 0);
+	for (int k = 10; k < 16; k++)
+		CHECK_CLOSE(f[4 + k], 0.0, 0, 0);
+	/* without the scale 1/16 std = t_4 is past t_0..t_2 and sqrt(2) - 1
+	 * into t_3 = 2^-4.5 */
+	for (int k = 0; k <= 2; k++)
+		CHECK_CLOSE(g[4 + k], 1.0, 1e-6, 0);
+	CHECK_CLOSE(g[4 + 3], 0.41421356237309515, 1e-6, 0);
+	for (int k = 4; k < 16; k++)
+		CHECK_CLOSE(g[4 + k], 0.0, 0, 0);
 }
 
 typedef struct RtFix
@@ -149,6 +175,27 @@ UNIT_TEST(model_rel_time_needs_an_observation_time)
 	values(&f, a);
 	for (int b = 0; b < 6; b++)
 		CHECK_MSG(b % 2 ? a[b] != z[b] : a[b] == z[b], "sequence %d: %g vs %g", b, a[b], z[b]);
+	rt_free(&f);
+}
+
+/* The batch's rel_time_scale reaches the model: with relative-time weights
+ * a sequence with an observation time predicts differently at scale 8 than
+ * at 1, one without predicts the same. */
+UNIT_TEST(model_rel_time_reads_the_batch_scale)
+{
+	RtFix f;
+	float a[6], z[6];
+
+	CHECK(rt_make(&f, HW_ST_NUMERICAL));
+	CHECK(f.b->rel_time_scale == 1.0f);
+	for (int b = 0; b < 6; b++)
+		f.b->seed_time[b] = b % 2 ? 0.7f : NAN;
+	set_rel_w(&f, 2.0f);
+	values(&f, a);
+	f.b->rel_time_scale = 8.0f;
+	values(&f, z);
+	for (int b = 0; b < 6; b++)
+		CHECK_MSG(b % 2 ? a[b] != z[b] : a[b] == z[b], "sequence %d: %g at scale 1, %g at 8", b, a[b], z[b]);
 	rt_free(&f);
 }
 

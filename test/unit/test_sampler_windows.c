@@ -3,7 +3,8 @@
  * spaces them from 0.044 to 1.41 timestamp std (the default); "events"
  * reaches down to half the typical interval between a row's dated
  * children when the std's narrowest window is wider than that interval,
- * and is "std" to the bit otherwise.
+ * and is "std" to the bit otherwise.  time_ramps: the model's recency
+ * ramps narrowed by the same rule (a factor each batch carries).
  */
 #include "unit.h"
 #include "synth_snapshot.h"
@@ -75,7 +76,7 @@ team_task(const HwSnapshot *s, int obs_day)
 }
 
 static HwSampler *
-league_sampler(const HwSnapshot *s, HwTask *t, int count_windows)
+league_sampler_ramps(const HwSnapshot *s, HwTask *t, int count_windows, int time_ramps)
 {
 	HwError err = {0};
 	HwSamplerConfig cfg;
@@ -85,7 +86,14 @@ league_sampler(const HwSnapshot *s, HwTask *t, int count_windows)
 	cfg.seq_len = 64;
 	cfg.n_threads = 1;
 	cfg.count_windows = count_windows;
+	cfg.time_ramps = time_ramps;
 	return hw_sampler_create(s, &t, 1, &cfg, &err);
+}
+
+static HwSampler *
+league_sampler(const HwSnapshot *s, HwTask *t, int count_windows)
+{
+	return league_sampler_ramps(s, t, count_windows, HW_COUNT_WINDOWS_STD);
 }
 
 /* the windows of "std", worked out here */
@@ -194,6 +202,50 @@ UNIT_TEST(sampler_count_windows_short_history_unchanged)
 	synth_free(s);
 }
 
+/* time_ramps "events": the ramps narrowed by the std's narrowest window
+ * over half the pace (5 days), worked out here; the count windows stay the
+ * std's unless count_windows says otherwise; each batch carries the
+ * factor.  "std", or a history short against its pace: 1. */
+UNIT_TEST(sampler_time_ramps_follow_the_events_pace)
+{
+	HwSnapshot *s = league(true), *shrt = league(false);
+	CHECK(s != NULL && shrt != NULL);
+	HwTask *t = team_task(s, 150), *ts = team_task(shrt, 150);
+	HwSampler *re = league_sampler_ramps(s, t, HW_COUNT_WINDOWS_STD, HW_COUNT_WINDOWS_EVENTS);
+	HwSampler *rs = league_sampler(s, t, HW_COUNT_WINDOWS_STD);
+	HwSampler *rshort = league_sampler_ramps(shrt, ts, HW_COUNT_WINDOWS_EVENTS, HW_COUNT_WINDOWS_EVENTS);
+	int64_t win[HW_CHILD_WINDOWS], ref[HW_CHILD_WINDOWS];
+	double want = s->ts_std_us * pow(2.0, -4.5) / (5.0 * DAY_US);
+	HwError err = {0};
+	uint32_t seed = 0;
+	HwBatch *b = NULL;
+
+	CHECK(re != NULL && rs != NULL && rshort != NULL);
+	CHECK_MSG(fabs(hw_sampler_rel_time_scale(re) / want - 1) < 1e-6, "scale %g, expected %g",
+			  (double) hw_sampler_rel_time_scale(re), want);
+	CHECK(want > 10);
+	CHECK(hw_sampler_rel_time_scale(rs) == 1.0f);
+	CHECK(hw_sampler_rel_time_scale(rshort) == 1.0f);
+	hw_sampler_count_windows(re, win);
+	std_windows(s, ref);
+	for (int j = 0; j < HW_CHILD_WINDOWS; j++)
+		CHECK_EQ_INT(win[j], ref[j]);
+	CHECK(hw_sampler_seed_batch(re, 0, &seed, 1, &b, &err) == HW_OK);
+	CHECK(b->rel_time_scale == hw_sampler_rel_time_scale(re));
+	hw_batch_free(b);
+	b = NULL;
+	CHECK(hw_sampler_seed_batch(rs, 0, &seed, 1, &b, &err) == HW_OK);
+	CHECK(b->rel_time_scale == 1.0f);
+	hw_batch_free(b);
+	hw_sampler_free(rshort);
+	hw_sampler_free(rs);
+	hw_sampler_free(re);
+	hw_task_free(ts);
+	hw_task_free(t);
+	synth_free(shrt);
+	synth_free(s);
+}
+
 UNIT_TEST(sampler_count_windows_names_and_config)
 {
 	HwSamplerConfig cfg;
@@ -212,6 +264,11 @@ UNIT_TEST(sampler_count_windows_names_and_config)
 	cfg.count_windows = 7;
 	CHECK(hw_sampler_create(s, &t, 1, &cfg, &err) == NULL);
 	CHECK(strstr(err.msg, "count_windows 7") != NULL);
+	CHECK_EQ_INT(cfg.time_ramps, HW_COUNT_WINDOWS_STD);
+	cfg.count_windows = HW_COUNT_WINDOWS_STD;
+	cfg.time_ramps = 2;
+	CHECK(hw_sampler_create(s, &t, 1, &cfg, &err) == NULL);
+	CHECK(strstr(err.msg, "time_ramps 2") != NULL);
 	hw_task_free(t);
 	synth_free(s);
 }

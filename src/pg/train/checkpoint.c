@@ -301,6 +301,7 @@ hw_checkpoint_sampler_config(const HwCheckpointInfo *info, HwSamplerConfig *cfg)
 	cfg->future_parents = info->config.scfg.future_parents;
 	cfg->date_undated = info->config.scfg.date_undated;
 	cfg->count_windows = info->config.scfg.count_windows;
+	cfg->time_ramps = info->config.scfg.time_ramps;
 	cfg->mean_windows = info->config.scfg.mean_windows;
 	/* a config without a seed was sampled with seed 0 */
 	cfg->seed = info->config_present[hw_setting_index(seed)] ? info->config.mcfg.seed : 0;

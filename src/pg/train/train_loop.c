@@ -255,7 +255,7 @@ begin_run(TrainRun *run)
 							  "WHERE job_id = $1", 2, argtypes, values, NULL);
 	}
 
-	char msg[512], arith[128] = "", hidden[200] = "";
+	char msg[512], arith[128] = "", hidden[200] = "", ramps[96] = "";
 	bool on_cpu = strcmp(hw_pg_backend_name(run->tr->be), "cpu") == 0;
 
 	if (on_cpu)
@@ -270,11 +270,15 @@ begin_run(TrainRun *run)
 	if (*run->st.s.scfg.hidden_names)
 		snprintf(hidden, sizeof(hidden), "; names of the rows predicted about, hidden (anchor_names shows them): %s",
 				 hidden_names_text(run->tr->sampler, ", "));
+	/* time_ramps "events" where the pace binds: by how much */
+	if (hw_sampler_rel_time_scale(run->tr->sampler) > 1.0f)
+		snprintf(ramps, sizeof(ramps), "; recency ramps %.1f times narrower, at the events' pace",
+				 (double) hw_sampler_rel_time_scale(run->tr->sampler));
 	snprintf(msg, sizeof(msg), "training model \"%s\" on %s%s: preset %s (D=%d, %d layers, %d heads, B=%d, S=%d), "
-			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld%s",
+			 "%d task(s), %d rank(s) x %d micro-batch(es), %s at step %lld%s%s",
 			 run->st.model_name, hw_pg_backend_name(run->tr->be), arith, run->st.s.preset, mc->d_model, mc->n_layers,
 			 mc->n_heads, mc->batch_size, mc->seq_len, run->tr->ntasks, run->W, run->A,
-			 run->state_blob ? "resuming" : "starting", (long long) step, hidden);
+			 run->state_blob ? "resuming" : "starting", (long long) step, ramps, hidden);
 	SpinLockAcquire(&job->mutex);
 	strlcpy(job->message, msg, sizeof(job->message));
 	job->start_step = (int32) step;
