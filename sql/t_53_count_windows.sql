@@ -9,9 +9,10 @@
 -- checkpoint from before the option (no key) predicts as one with "std".
 -- The same for mean_windows ("time" by default; "recent": windows 1-5 of
 -- the child means over a row's last 1, 3, 5, 10, 20 children, checked in
--- test_sampler_means_many.c).  And for time_ramps ("std" by default;
--- "events": the model's recency ramps narrowed by the same rule as the
--- count windows, checked in test_sampler_windows.c and test_rel_time.c).
+-- test_sampler_means_many.c).  And for time_ramps ("events" by default:
+-- the model's recency ramps narrowed by the same rule as the count
+-- windows; "std": not narrowed; checked in test_sampler_windows.c and
+-- test_rel_time.c).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS headwater;
 SET timezone = 'UTC';

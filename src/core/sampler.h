@@ -260,7 +260,7 @@ typedef struct HwSamplerConfig
 	int32_t   count_windows;    /* HwCountWindows, default HW_COUNT_WINDOWS_STD */
 	int32_t   time_ramps;       /* HwCountWindows: the spacing of the model's relative-time
 								 * ramps by the same rule (sampler_cells.c), default
-								 * HW_COUNT_WINDOWS_STD */
+								 * HW_COUNT_WINDOWS_EVENTS */
 	int32_t   mean_windows;     /* HwMeanWindows, default HW_MEAN_WINDOWS_TIME */
 	float     cell_dropout;     /* train split only: each context cell is shown as NULL
 								 * with this probability, [0, 0.9], default 0 (below) */

@@ -163,14 +163,14 @@ const HwSettingDef hw_settings[] = {
 	/* absent: the checkpoint was trained with the ramps of the std; not an
 	 * option of rt_sample_batches (its batches do not carry the ramps) */
 	{.name = "time_ramps", .type = HW_SETTING_ENUM, .names_of = hw_count_windows_name,
-	 .dflt = HW_COUNT_WINDOWS_STD, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.time_ramps),
+	 .dflt = HW_COUNT_WINDOWS_EVENTS, .group = HW_GROUP_SAMPLER, .offset = AT(scfg.time_ramps),
 	 .field = HW_FIELD_I32, .flags = HW_SETTING_KEPT | HW_SETTING_STORED, .absent = "\"std\"",
-	 .hint = "time_ramps must be \"std\" (the default: the 16 recency ramps from 0.016 to 2.8 timestamp "
-			 "standard deviations) or \"events\" (on a long history, they move down with the child-count "
-			 "windows of count_windows \"events\", to the pace of the database's own events).",
-	 .choices = "\"std\" (the default) spaces the 16 ramps from 0.016 to 2.8 timestamp std; \"events\" divides "
-				"them by the factor count_windows \"events\" narrows the windows by, where the events come "
-				"faster than the std's narrowest window.",
+	 .hint = "time_ramps must be \"events\" (the default: on a long history the 16 recency ramps move down to "
+			 "the pace of the database's own events, by the rule of count_windows \"events\") or \"std\" (from "
+			 "0.016 to 2.8 timestamp standard deviations, whatever the pace).",
+	 .choices = "\"events\" (the default) divides the 16 ramps' spacing by the factor count_windows \"events\" "
+				"narrows the windows by, where the events come faster than the std's narrowest window; \"std\" "
+				"spaces them from 0.016 to 2.8 timestamp std.",
 	 .what = "the spacing of the relative-time ramps (how long before the observation time a cell was)"},
 	/* absent: the checkpoint was trained with the time windows */
 	{.name = "mean_windows", .type = HW_SETTING_ENUM, .names_of = hw_mean_windows_name,

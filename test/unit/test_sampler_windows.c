@@ -264,7 +264,7 @@ UNIT_TEST(sampler_count_windows_names_and_config)
 	cfg.count_windows = 7;
 	CHECK(hw_sampler_create(s, &t, 1, &cfg, &err) == NULL);
 	CHECK(strstr(err.msg, "count_windows 7") != NULL);
-	CHECK_EQ_INT(cfg.time_ramps, HW_COUNT_WINDOWS_STD);
+	CHECK_EQ_INT(cfg.time_ramps, HW_COUNT_WINDOWS_EVENTS);
 	cfg.count_windows = HW_COUNT_WINDOWS_STD;
 	cfg.time_ramps = 2;
 	CHECK(hw_sampler_create(s, &t, 1, &cfg, &err) == NULL);
