@@ -356,9 +356,9 @@ start_sequence(SeqState *st, int b)
 	w->heap_n = 0;
 	w->edges_n = 0;
 	w->cur_link = 0;            /* the anchor: reached by no FK */
+	st->bt->rel_time_scale = s->rel_time_scale;     /* the same for every sequence */
 	/* the observation time, z-scored exactly as enc_time's last slot (the
 	 * model's relative-time features compare the two) */
-	st->bt->rel_time_scale = s->rel_time_scale;
 	if (st->obs == HW_NO_CUTOFF)
 		st->bt->seed_time[b] = NAN;
 	else

@@ -112,14 +112,14 @@ event_spacing_us(const HwSampler *s)
  * database it was level with "std" over three seeds, better on one task
  * and worse on another (docs/BENCHMARKS.md).
  *
- * time_ramps "events" moves the model's relative-time ramps (timeenc.c)
- * down by the same factor, std w_1 over the w_1 used (rel_time_scale), for
- * the same reason: their narrowest, 2^-6 std, is 137 days on that
- * database.  1 where the pace does not bind, so "events" equals "std" to
- * the bit there.
+ * time_ramps "events" (the default) moves the model's relative-time ramps
+ * (timeenc.c) down by the same factor, std w_1 over the w_1 "events" would
+ * use (rel_time_scale), for the same reason: their narrowest, 2^-6 std, is
+ * 137 days on that database.  1 where the pace does not bind, so there
+ * "events" equals "std" to the bit.  The two options are independent.
  */
 static double
-narrowest_window_us(HwSampler *s, double w1, double top)
+narrowest_window_us(const HwSampler *s, double w1, double top)
 {
 	bool   events = s->cfg.count_windows == HW_COUNT_WINDOWS_EVENTS ||
 		s->cfg.time_ramps == HW_COUNT_WINDOWS_EVENTS;
