@@ -23,7 +23,7 @@ UNIT_TEST(rel_time_features_hand_computed)
 {
 	float f[HW_REL_TIME_DIM];
 
-	hw_rel_time_features(1.0f, 0.5f, 1.0f, f);            /* half a std before */
+	hw_rel_time_features(1.0f, 0.5f, 1.0f, f);      /* half a std before */
 	CHECK_CLOSE(f[0], 0.5, 1e-7, 0);
 	CHECK_CLOSE(f[1], 0.7755238700769802, 1e-6, 0);
 	CHECK_CLOSE(f[2], 0.8757876680750967, 1e-6, 0);
@@ -36,21 +36,21 @@ UNIT_TEST(rel_time_features_hand_computed)
 	CHECK_CLOSE(f[4 + 9], 0.41421356237309515, 1e-6, 0);
 	for (int k = 10; k < 16; k++)
 		CHECK_CLOSE(f[4 + k], 0.0, 1e-7, 0);
-	hw_rel_time_features(-1.0f, 1.0f, 1.0f, f);           /* two std after: negative */
+	hw_rel_time_features(-1.0f, 1.0f, 1.0f, f);     /* two std after: negative */
 	CHECK_CLOSE(f[0], -2.0, 1e-7, 0);
 	CHECK_CLOSE(f[1], -1.234113755959037, 1e-6, 0);
 	CHECK_CLOSE(f[2], -1.1245612332036714, 1e-6, 0);
 	for (int k = 0; k < 16; k++)
 		CHECK(f[4 + k] == 0.0f);                    /* after the observation time: no ramp */
-	hw_rel_time_features(15.0f, -5.0f, 1.0f, f);          /* d = 20: linear part clamped */
+	hw_rel_time_features(15.0f, -5.0f, 1.0f, f);    /* d = 20: linear part clamped */
 	CHECK_CLOSE(f[0], 8.0, 0, 0);
 	CHECK_CLOSE(f[1], 2.037065487933654, 1e-6, 0);
 	CHECK_CLOSE(f[2], 1.539194071371942, 1e-6, 0);
 	for (int k = 0; k < 16; k++)
 		CHECK(f[4 + k] == 1.0f);                    /* 20 std: past every ramp */
-	hw_rel_time_features(0.25f, 0.25f, 1.0f, f);          /* at the observation time */
+	hw_rel_time_features(0.25f, 0.25f, 1.0f, f);    /* at the observation time */
 	CHECK(f[0] == 0.0f && f[1] == 0.0f && f[2] == 0.0f && f[3] == 1.0f);
-	hw_rel_time_features(NAN, 0.25f, 1.0f, f);            /* no observation time */
+	hw_rel_time_features(NAN, 0.25f, 1.0f, f);      /* no observation time */
 	for (int k = 0; k < HW_REL_TIME_DIM; k++)
 		CHECK(f[k] == 0.0f);
 }
