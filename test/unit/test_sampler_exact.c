@@ -93,8 +93,14 @@ prediction_masks_the_target(HwSampler *sm, int target)
 	bool        ok;
 
 	if (hw_sampler_build_for_seeds(sm, 0, &anchor, NULL, 1, &b, &err) != HW_OK)
+	{
+		printf("    prediction batch: %s\n", err.msg);
 		return false;
+	}
 	ok = b->is_target[target] == 1 && b->numeric_values[target] == 0.0f && b->R == 3;
+	if (!ok)
+		printf("    prediction batch: is_target[%d] %d, value %g, R %d (expected 1, 0, 3)\n", target,
+			   (int) b->is_target[target], (double) b->numeric_values[target], (int) b->R);
 	hw_batch_free(b);
 	return ok;
 }
