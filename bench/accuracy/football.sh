@@ -98,6 +98,8 @@ t0=$(date +%s)
 bash "$data/load.sh" -d "$db" > "$out/load.txt"
 cat "$out/load.txt"
 echo "loaded in $(( $(date +%s) - t0 )) s"
+# each player's team, for football_coverage.py (the player task by team)
+q -c "\\copy (SELECT p.player_id, t.name AS team FROM football.player p JOIN football.team t USING (team_id) ORDER BY 1) TO '$out/player_team.csv' WITH (FORMAT csv, HEADER)"
 
 # GBDT, last-value and trivial baselines
 t0=$(date +%s)
@@ -142,4 +144,7 @@ echo "end $(date -u +%FT%TZ), load $(load)"
   echo
   echo "== headwater vs the GBDT, paired on the test rows"
   $py "$here/paired.py" "$out"/preds_hw_*.csv "$out"/preds_gbdt_*.csv
+  echo
+  echo "== player_scores within and between teams"
+  $py "$here/football_coverage.py" "$out" "$data"
 } | tee "$out/report.md"
