@@ -45,7 +45,8 @@
 #   entity's own last-year value (football_score.py).
 # report.md: a table per task (per seed, mean ± std), the paired bootstrap
 #   interval of headwater - GBDT on the same test rows (paired.py), the
-#   machine, the date, the commit and the command.
+#   player task within and between teams (football_coverage.py, from
+#   player_team.csv), the machine, the date, the commit and the command.
 # Needs python3-xgboost (installed with apt-get when root).  Not part of CI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
